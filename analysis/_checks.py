@@ -1,0 +1,138 @@
+"""Argument checks shared by every package.
+
+Messages follow one shape, ``"{name} must be {constraint}, got {value!r}."``, so that a config error, a direct
+API call and a test all read the same.  Comparisons are written so that NaN fails them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "check_confidence",
+    "check_delta",
+    "check_int",
+    "check_membership",
+    "check_real",
+    "check_scores",
+]
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a float after checking its type and range.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : object
+        The value to check; ``bool`` is refused (it is an ``int`` to Python, never a probability to us).
+    low, high : float or None, default=None
+        Bounds of the allowed interval; ``None`` leaves that side open.
+    low_open, high_open : bool, default=False
+        Whether the bound itself is excluded.
+    allow_inf : bool, default=False
+        Accept ``+inf``/``-inf`` when they lie in the interval.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If ``value`` is NaN, infinite (unless allowed) or outside the interval.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}.")
+    x = float(value)
+    constraint = _interval_text(low, high, low_open, high_open)
+    ok = not math.isnan(x) and (allow_inf or math.isfinite(x))
+    if ok and low is not None:
+        ok = x > low if low_open else x >= low
+    if ok and high is not None:
+        ok = x < high if high_open else x <= high
+    if not ok:
+        raise ValueError(f"{name} must be {constraint}, got {value!r}.")
+    return x
+
+
+def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an int after checking that it is an integer in ``[low, high]``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer (floats such as ``3.0`` are refused too: a count is a count).
+    ValueError
+        If it lies outside ``[low, high]``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}.")
+    x = int(value)
+    if (low is not None and x < low) or (high is not None and x > high):
+        raise ValueError(f"{name} must be an integer {_interval_text(low, high, False, False)}, got {value!r}.")
+    return x
+
+
+def check_confidence(confidence: Any) -> float:
+    """Check a confidence level, which must lie in the open interval (0, 1)."""
+    return check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def check_delta(delta: Any) -> float:
+    """Check a DP delta, which must lie in [0, 1)."""
+    return check_real("delta", delta, low=0.0, high=1.0, high_open=True)
+
+
+def check_scores(name: str, scores: ArrayLike) -> NDArray[np.float64]:
+    """Return a 1-d float64 copy of ``scores``, refusing non-finite values and other shapes."""
+    arr = np.asarray(scores)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array, got an array of shape {arr.shape}.")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
+    out = arr.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        bad = out[~np.isfinite(out)][0]
+        raise ValueError(f"{name} must be finite, got {bad!r} at index {int(np.argmin(np.isfinite(out)))}.")
+    return out
+
+
+def check_membership(name: str, membership: ArrayLike, n: int | None = None) -> NDArray[np.bool_]:
+    """Return ``membership`` as a 1-d bool array (of length ``n`` if given); values must be 0/1 or booleans."""
+    arr = np.asarray(membership)
+    if arr.ndim != 1 or (n is not None and arr.shape[0] != n):
+        length = "" if n is None else f" of length {n}"
+        raise ValueError(f"{name} must be a 1-d array{length}, got shape {arr.shape}.")
+    if arr.dtype != np.bool_:
+        if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
+            raise ValueError(f"{name} must hold only 0/1 or booleans.")
+        arr = arr.astype(bool)
+    return arr
+
+
+def _interval_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is None and high is None:
+        return "a finite real number"
+    if high is None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if low is None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"

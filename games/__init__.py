@@ -1,0 +1,22 @@
+"""Games, and the machinery that plays them: configs, registries, the runner, the results store, the CLI."""
+
+from games._base import AnalysisSettings, Game, TrialOutcome
+from games.config import ConfigError, ExperimentConfig, load_config, parse_config
+from games.one_run import OneRunGame
+from games.registry import ATTACKS, GAMES, MECHANISMS
+from games.runner import run_experiment
+
+__all__ = [
+    "ATTACKS",
+    "GAMES",
+    "MECHANISMS",
+    "AnalysisSettings",
+    "ConfigError",
+    "ExperimentConfig",
+    "Game",
+    "OneRunGame",
+    "TrialOutcome",
+    "load_config",
+    "parse_config",
+    "run_experiment",
+]

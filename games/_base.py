@@ -1,0 +1,128 @@
+"""The interface every game implements, and the data types that flow between games, runner and store.
+
+A game plays one trial: it draws the secret (who is a member), builds the mechanism's input, runs the
+mechanism and the attack, and returns a :class:`TrialOutcome` (scores, membership and any extra arrays).  It
+then turns an outcome into per-trial metrics (``analyse_trial``, e.g. one ε lower bound for a one-run audit)
+and a grid point's trials into summary columns (``summarise``, e.g. the median bound, or, for a multi-run
+audit, one Clopper–Pearson bound over all runs).  Everything stored is enough to re-run the analysis without
+replaying the game.
+
+How the games to come fit
+-------------------------
+- one-run (Steinke et al.): a trial = one mechanism run over m canaries; ``analyse_trial`` gives its ε bound.
+- multi-run (classic): a trial = one run with or without the target; ``summarise`` pools every trial's score of
+  a grid point into FPR/FNR and one Clopper–Pearson bound (reading raw scores through ``load_outcome``).
+- record-level (Krčo et al.) and LiRA: a trial = one target model or synthetic table; ``TrialOutcome.arrays``
+  carries per-record scores and ids, ``summarise`` computes per-record risk, TPR at fixed FPR, calibration.
+- PANORAMIA: a trial = one audit with generated non-members; ``arrays`` holds baseline and MIA scores,
+  ``analyse_trial`` gives c_lb, {c+ε}_lb and ε̃.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from analysis._checks import check_confidence, check_delta, check_membership, check_scores
+from attacks._base import Attack
+from mechanisms._base import Mechanism
+
+__all__ = ["AnalysisSettings", "Game", "TrialOutcome", "role_seeds"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisSettings:
+    """How outcomes are analysed (the ``[analysis]`` section of a config).
+
+    Parameters
+    ----------
+    confidence : float, default=0.95
+        Confidence of every bound, in (0, 1).
+    delta : float, default=0.0
+        The δ at which ε is bounded and the analytic ε evaluated, in [0, 1).
+    """
+
+    confidence: float = 0.95
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "confidence", check_confidence(self.confidence))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    """What one trial produced, kept raw so any analysis can be re-run.
+
+    Attributes
+    ----------
+    scores : ndarray of shape (n,), float64
+        Attack scores of the n targets, higher = member.
+    membership : ndarray of shape (n,), bool
+        The secret: which targets were members.
+    arrays : mapping of str to ndarray, default={}
+        Extra per-trial arrays (per-record ids, baseline scores, canary trajectories, ...).
+    """
+
+    scores: NDArray[np.float64]
+    membership: NDArray[np.bool_]
+    arrays: Mapping[str, NDArray[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        scores = check_scores("scores", self.scores)
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "membership", check_membership("membership", self.membership, scores.shape[0]))
+        reserved = {"scores", "membership"} & set(self.arrays)
+        if reserved:
+            raise ValueError(f"arrays must not use the reserved names {sorted(reserved)}.")
+
+
+def role_seeds(seed: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:
+    """The ``n`` role streams of a trial, always the same for the same trial seed.
+
+    A fresh ``SeedSequence`` is rebuilt from the seed's entropy and spawn key, so calling this twice (in ``play``
+    and again in ``analyse_trial``, or in a later re-analysis) gives identical children: roles are split in a
+    fixed order so that changing the attack never changes the mechanism's noise.
+    """
+    return np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key).spawn(n)
+
+
+class Game(ABC):
+    """A privacy game: the threat model, what is random, and how a trial is scored."""
+
+    __slots__ = ()
+
+    name: ClassVar[str]
+
+    def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
+        """Why this game cannot play ``mechanism`` with ``attack``, or ``None`` if it can."""
+        return None
+
+    def supports(self, mechanism: Mechanism, attack: Attack) -> bool:
+        """Whether this game can play ``mechanism`` with ``attack``."""
+        return self.incompatibility(mechanism, attack) is None
+
+    @abstractmethod
+    def play(self, mechanism: Mechanism, attack: Attack, *, seed: np.random.SeedSequence) -> TrialOutcome:
+        """Play one trial with all randomness drawn from ``seed``."""
+
+    @abstractmethod
+    def analyse_trial(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> dict[str, float | int]:
+        """Per-trial metrics (one row of the results table); ``seed`` is the trial's seed."""
+
+    @abstractmethod
+    def summarise(
+        self,
+        rows: pd.DataFrame,
+        settings: AnalysisSettings,
+        load_outcome: Callable[[int], TrialOutcome],
+    ) -> dict[str, float | int]:
+        """Summary columns for one grid point from its trials' rows (raw outcomes through ``load_outcome``)."""

@@ -1,0 +1,266 @@
+"""Experiment configs: TOML in, a validated grid of component instances out.
+
+A config has five sections (``docs/config.md`` documents the schema)::
+
+    [experiment]  name, seed, repetitions, plugins (optional), description (optional)
+    [game]        name = registered game, then its parameters
+    [mechanism]   name = registered mechanism, then its parameters
+    [attack]      name = registered attack, then its parameters
+    [analysis]    confidence, delta
+
+A list value in ``[game]``, ``[mechanism]`` or ``[attack]`` sweeps that parameter; several lists sweep their
+cartesian product (in file order: game, mechanism, attack).  A parameter whose own type is a sequence takes a
+flat list as one value and a list of lists as a sweep.  Every name, parameter, value and the compatibility of
+every grid point's (game, mechanism, attack) are checked here, before any trial runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import itertools
+import json
+import tomllib
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis._checks import check_int
+from attacks._base import Attack
+from games._base import AnalysisSettings, Game
+from games.registry import ATTACKS, GAMES, MECHANISMS, Registry, UnknownNameError
+from mechanisms._base import Mechanism
+
+__all__ = ["ConfigError", "ExperimentConfig", "GridPoint", "load_config", "parse_config"]
+
+_COMPONENT_SECTIONS: dict[str, Registry[Any]] = {"game": GAMES, "mechanism": MECHANISMS, "attack": ATTACKS}
+_SECTIONS = ("experiment", "game", "mechanism", "attack", "analysis")
+_EXPERIMENT_KEYS = ("name", "seed", "repetitions", "plugins", "description")
+
+
+class ConfigError(ValueError):
+    """An experiment config is invalid; the message is one line naming the field, the value and what is allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class GridPoint:
+    """One point of the parameter grid: its swept values and the components built from them."""
+
+    index: int
+    params: Mapping[str, Any]
+    game: Game
+    mechanism: Mechanism
+    attack: Attack
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentConfig:
+    """A validated experiment.
+
+    Attributes
+    ----------
+    name : str
+    seed : int
+        Root seed; trial (g, j) gets ``SeedSequence(seed).spawn(n_grid)[g].spawn(repetitions)[j]``.
+    repetitions : int
+        Trials per grid point.
+    plugins : tuple of str
+        Modules imported before names are resolved (they register their own components).
+    analysis : AnalysisSettings
+    swept : tuple of str
+        The swept parameters, as ``"section.key"``.
+    grid : tuple of GridPoint
+    raw : dict
+        The config as read; stored with the results and hashed to recognise the same experiment.
+    """
+
+    name: str
+    seed: int
+    repetitions: int
+    plugins: tuple[str, ...]
+    analysis: AnalysisSettings
+    swept: tuple[str, ...]
+    grid: tuple[GridPoint, ...]
+    raw: Mapping[str, Any]
+
+    @property
+    def n_trials(self) -> int:
+        return len(self.grid) * self.repetitions
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 of the canonical JSON of :attr:`raw` (key order does not matter)."""
+        return config_hash(self.raw)
+
+
+def config_hash(raw: Mapping[str, Any]) -> str:
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a TOML experiment config.
+
+    Raises
+    ------
+    ConfigError
+        If the file cannot be read or parsed, or anything in it is invalid.
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(p)!r} does not exist.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}.") from None
+    experiment = data.get("experiment")
+    if isinstance(experiment, dict) and "name" not in experiment:
+        experiment["name"] = p.stem
+    return parse_config(data)
+
+
+def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
+    """Validate a config given as a mapping (the parsed TOML); see the module docstring for the schema.
+
+    Raises
+    ------
+    ConfigError
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"a config must be a table of sections, got {type(data).__name__}.")
+    unknown = [k for k in data if k not in _SECTIONS]
+    if unknown:
+        raise ConfigError(f"unknown section [{unknown[0]}]; allowed sections: {', '.join(_SECTIONS)}.")
+    for section in _SECTIONS:
+        if section != "analysis" and section not in data:
+            raise ConfigError(f"missing section [{section}].")
+        if not isinstance(data.get(section, {}), Mapping):
+            raise ConfigError(f"[{section}] must be a table, got {data[section]!r}.")
+
+    name, seed, repetitions, plugins = _parse_experiment(data["experiment"])
+    for module in plugins:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # any failure of a user's module is reported, not raised through
+            raise ConfigError(f"[experiment] plugins: cannot import {module!r}: {exc}.") from None
+
+    classes: dict[str, type] = {}
+    fixed: dict[str, dict[str, Any]] = {}
+    sweeps: list[tuple[str, str, list[Any]]] = []
+    for section, registry in _COMPONENT_SECTIONS.items():
+        cls, params = _resolve(section, registry, data[section])
+        classes[section] = cls
+        fixed[section] = {}
+        for key, value in params.items():
+            if _is_sweep(cls, key, value):
+                if len(value) == 0:
+                    raise ConfigError(f"[{section}] {key} is an empty list; a sweep needs at least one value.")
+                sweeps.append((section, key, [_freeze(v) for v in value]))
+            else:
+                fixed[section][key] = _freeze(value)
+
+    analysis = _parse_analysis(data.get("analysis", {}))
+    grid: list[GridPoint] = []
+    for index, combo in enumerate(itertools.product(*(values for _, _, values in sweeps))):
+        params = {section: dict(values) for section, values in fixed.items()}
+        for (section, key, _), value in zip(sweeps, combo, strict=True):
+            params[section][key] = value
+        built = {section: _build(section, classes[section], params[section]) for section in classes}
+        # the values as the components normalised them (e.g. TOML's 1 becomes 1.0 for a float parameter)
+        swept_values = {f"{section}.{key}": getattr(built[section], key) for section, key, _ in sweeps}
+        reason = built["game"].incompatibility(built["mechanism"], built["attack"])
+        if reason is not None:
+            raise ConfigError(f"incompatible components: {reason}.")
+        grid.append(GridPoint(index, swept_values, built["game"], built["mechanism"], built["attack"]))
+
+    return ExperimentConfig(
+        name=name,
+        seed=seed,
+        repetitions=repetitions,
+        plugins=plugins,
+        analysis=analysis,
+        swept=tuple(f"{s}.{k}" for s, k, _ in sweeps),
+        grid=tuple(grid),
+        raw=json.loads(json.dumps(data, default=str)),
+    )
+
+
+def _parse_experiment(section: Mapping[str, Any]) -> tuple[str, int, int, tuple[str, ...]]:
+    for key in section:
+        if key not in _EXPERIMENT_KEYS:
+            raise ConfigError(f"[experiment] unknown key {key!r}; allowed keys: {', '.join(_EXPERIMENT_KEYS)}.")
+    name = section.get("name", "experiment")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"[experiment] name must be a non-empty string, got {name!r}.")
+    if "seed" not in section:
+        raise ConfigError("[experiment] seed is missing; give an integer >= 0 (results depend on it).")
+    plugins = section.get("plugins", [])
+    if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
+        raise ConfigError(f"[experiment] plugins must be a list of module names, got {plugins!r}.")
+    try:
+        seed = check_int("seed", section["seed"], low=0)
+        repetitions = check_int("repetitions", section.get("repetitions", 1), low=1)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[experiment] {exc}") from None
+    return name, seed, repetitions, tuple(plugins)
+
+
+def _parse_analysis(section: Mapping[str, Any]) -> AnalysisSettings:
+    allowed = [f.name for f in dataclasses.fields(AnalysisSettings)]
+    for key, value in section.items():
+        if key not in allowed:
+            raise ConfigError(f"[analysis] unknown key {key!r}; allowed keys: {', '.join(allowed)}.")
+        if isinstance(value, list):
+            raise ConfigError(f"[analysis] {key} cannot be swept (got the list {value!r}); give one value.")
+    try:
+        return AnalysisSettings(**section)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[analysis] {exc}") from None
+
+
+def _resolve(section: str, registry: Registry[Any], table: Mapping[str, Any]) -> tuple[type, dict[str, Any]]:
+    if "name" not in table:
+        raise ConfigError(f"[{section}] name is missing; registered {section}s: {', '.join(registry.names())}.")
+    name = table["name"]
+    if not isinstance(name, str):
+        raise ConfigError(f"[{section}] name must be a string, got {name!r}.")
+    try:
+        cls = registry.get(name)
+    except UnknownNameError as exc:
+        raise ConfigError(f"[{section}] {exc}") from None
+    params = {k: v for k, v in table.items() if k != "name"}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    for key in params:
+        if key not in fields:
+            allowed = ", ".join(fields) or "(none)"
+            raise ConfigError(f"[{section}] {name} has no parameter {key!r}; its parameters: {allowed}.")
+    for key, f in fields.items():
+        missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if missing and key not in params:
+            raise ConfigError(f"[{section}] {name} needs the parameter {key!r}.")
+    return cls, params
+
+
+def _is_sweep(cls: type, key: str, value: Any) -> bool:
+    if not isinstance(value, list):
+        return False
+    hint = typing.get_type_hints(cls).get(key)
+    is_sequence_param = typing.get_origin(hint) in (tuple, list) or hint in (tuple, list)
+    return not is_sequence_param or all(isinstance(v, list) for v in value)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _build(section: str, cls: type, params: Mapping[str, Any]) -> Any:
+    try:
+        return cls(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[{section}] {cls.name}: {exc}") from None  # type: ignore[attr-defined]
