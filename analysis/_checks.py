@@ -63,13 +63,16 @@ def check_real(
         raise TypeError(f"{name} must be a real number, got {value!r}.")
     x = float(value)
     constraint = _interval_text(low, high, low_open, high_open)
-    ok = not math.isnan(x) and (allow_inf or math.isfinite(x))
-    if ok and low is not None:
-        ok = x > low if low_open else x >= low
-    if ok and high is not None:
-        ok = x < high if high_open else x <= high
-    if not ok:
+    in_interval = not math.isnan(x)
+    if in_interval and low is not None:
+        in_interval = x > low if low_open else x >= low
+    if in_interval and high is not None:
+        in_interval = x < high if high_open else x <= high
+    if not in_interval:
         raise ValueError(f"{name} must be {constraint}, got {value!r}.")
+    if math.isinf(x) and not allow_inf:
+        finite = "finite" if constraint == "a finite real number" else f"finite and {constraint}"
+        raise ValueError(f"{name} must be {finite}, got {value!r}.")
     return x
 
 
@@ -106,7 +109,7 @@ def check_scores(name: str, scores: ArrayLike) -> NDArray[np.float64]:
     arr = np.asarray(scores)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-d array, got an array of shape {arr.shape}.")
-    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating) or arr.dtype == np.bool_):
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
     out = arr.astype(np.float64)
     if not np.all(np.isfinite(out)):
@@ -122,8 +125,12 @@ def check_membership(name: str, membership: ArrayLike, n: int | None = None) -> 
         length = "" if n is None else f" of length {n}"
         raise ValueError(f"{name} must be a 1-d array{length}, got shape {arr.shape}.")
     if arr.dtype != np.bool_:
-        if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
-            raise ValueError(f"{name} must hold only 0/1 or booleans.")
+        if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+            raise ValueError(f"{name} must hold only 0/1 or booleans, got dtype {arr.dtype}.")
+        bad = ~((arr == 0) | (arr == 1))
+        if np.any(bad):
+            index = int(np.argmax(bad))
+            raise ValueError(f"{name} must hold only 0/1 or booleans, got {arr[index].item()!r} at index {index}.")
         arr = arr.astype(bool)
     return arr
 

@@ -79,6 +79,17 @@ def epsilon_for_event(
         acct = rdp_privacy_accountant.RdpAccountant(neighboring_relation=neighbouring)
     if not acct.supports(event):
         raise ValueError(f"the {accountant} accountant of dp_accounting does not support {event!r}.")
+    if (
+        accountant == "rdp"
+        and neighbouring == NeighbouringRelation.REPLACE_ONE
+        and not isinstance(event, dp_accounting.RandomizedResponseDpEvent)
+    ):
+        # dp_accounting's RDP accountant ignores REPLACE_ONE for Gaussian-based events (it keeps sensitivity 1
+        # where replacing a record moves the sum by 2), which would understate ε.
+        raise ValueError(
+            "accountant 'rdp' cannot account REPLACE_ONE for this event (dp_accounting's RDP accountant would "
+            "understate ε); use accountant='pld'."
+        )
     acct.compose(event)
     return float(acct.get_epsilon(d))
 

@@ -91,9 +91,19 @@ def _alpha(r: int, v: int, p_fail: float, i_min: int = 1) -> float:
     return float(np.sum(pmf[j:])) / (v - int(ks[j]))  # numpy's pairwise sum: error O(log n) ulps
 
 
+# Below this many failures, P[W <= r - v] is summed from the pmf: scipy's (Boost's) binomial cdf, an incomplete beta
+# ibetac(r - v + 1, v, p_fail), loses about r ulps when r - v is small (the regime of large ε), e.g. a relative error
+# of 4.6e-11 for P[Bin(10^6, 1e-5) <= 1]; the pmf is accurate to a few ulps, and the sum is of positive terms.
+_TAIL_SUM_MAX = 1000
+
+
 def _tail(r: int, v: int, p_fail: float) -> float:
     """``P[B >= v]`` for ``B ~ Binomial(r, 1 - p_fail)``, as ``P[W <= r - v]``."""
-    return float(stats.binom.cdf(r - v, r, p_fail)) if v > 0 else 1.0
+    if v <= 0:
+        return 1.0
+    if r - v < _TAIL_SUM_MAX:
+        return math.fsum(stats.binom.pmf(np.arange(r - v + 1), r, p_fail).tolist())
+    return float(stats.binom.cdf(r - v, r, p_fail))
 
 
 def _p_value(m: int, r: int, v: int, epsilon: float, delta: float, i_min: int = 1) -> float:

@@ -31,10 +31,22 @@ def _cell(value: Any, digits: int) -> str:
     return str(value)
 
 
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "_": r"\_",
+    "%": r"\%",
+    "&": r"\&",
+    "#": r"\#",
+    "$": r"\$",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
 def _latex_escape(text: str) -> str:
-    for char, repl in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#")):
-        text = text.replace(char, repl)
-    return text
+    return "".join(_LATEX_SPECIAL.get(char, char) for char in text)
 
 
 def format_table(df: pd.DataFrame, fmt: str = "table", *, digits: int = 3) -> str:
@@ -61,6 +73,8 @@ def format_table(df: pd.DataFrame, fmt: str = "table", *, digits: int = 3) -> st
     header = [str(c) for c in df.columns]
     body = [[_cell(v, digits) for v in row] for row in df.itertuples(index=False, name=None)]
     if fmt == "markdown":
+        header = [h.replace("|", r"\|") for h in header]
+        body = [[c.replace("|", r"\|") for c in r] for r in body]
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return "\n".join(lines) + "\n"

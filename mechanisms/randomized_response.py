@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -70,9 +69,16 @@ class RandomizedResponse(Mechanism):
         return (bits ^ flip).astype(np.float64)
 
     def privacy_claim(self) -> PrivacyClaim:
-        noise = 2.0 / (1.0 + math.exp(self.epsilon)) if math.isfinite(self.epsilon) else 0.0
+        noise = 2.0 * float(special.expit(-self.epsilon))  # 2 / (1 + e^ε)
+        event: dp_accounting.DpEvent
+        if noise >= 1.0:  # ε so small that the output ignores the input (dp_accounting wants noise < 1)
+            event = dp_accounting.NoOpDpEvent()
+        elif noise <= 0.0:  # ε = inf: the truth is reported
+            event = dp_accounting.NonPrivateDpEvent()
+        else:
+            event = dp_accounting.RandomizedResponseDpEvent(noise_parameter=noise, num_buckets=2)
         return PrivacyClaim(
-            event=dp_accounting.RandomizedResponseDpEvent(noise_parameter=noise, num_buckets=2),
+            event=event,
             neighbouring=NeighbouringRelation.REPLACE_ONE,
             value_discretization_interval=1e-9,
         )

@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine: `make demo` (install, run the quickstart, print its report and figure)
+# and `make test` (install with the dev extras, run the default test suite).  Both create .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.privgame-installed
+
+.PHONY: demo test test-slow lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/privgame run experiments/quickstart.toml --out runs/quickstart --n-jobs 2
+	$(BIN)/privgame report runs/quickstart --plot runs/quickstart/lower_bounds.png
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy analysis games mechanisms attacks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_one_run.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache *.egg-info

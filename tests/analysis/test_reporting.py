@@ -1,0 +1,204 @@
+"""Tests of analysis.reporting: format_table and plot_lower_bounds."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.reporting import TABLE_FORMATS, format_table, plot_lower_bounds
+
+
+@pytest.fixture
+def df() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "n_canaries": [10, 200],
+            "epsilon_analytic": [1.0, math.inf],
+            "epsilon_lb_median": [0.123456789012345, math.nan],
+            "mechanism": ["randomized_response", "gaussian"],
+        }
+    )
+
+
+def _summary(n: int = 4, groups: int = 1) -> pd.DataFrame:
+    rows = []
+    for g in range(groups):
+        for i in range(n):
+            eps = 0.5 * (i + 1)
+            rows.append(
+                {
+                    "m": 100 * (g + 1),
+                    "epsilon_analytic": eps,
+                    "epsilon_lb_median": 0.6 * eps,
+                    "epsilon_lb_min": 0.4 * eps,
+                    "epsilon_lb_max": 0.8 * eps,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- format_table
+
+
+def test_table_formats_constant() -> None:
+    assert TABLE_FORMATS == ("table", "csv", "markdown", "latex")
+
+
+def test_default_format_is_table(df: pd.DataFrame) -> None:
+    assert format_table(df) == format_table(df, "table")
+
+
+def test_table(df: pd.DataFrame) -> None:
+    text = format_table(df, "table")
+    lines = text.splitlines()
+    assert text.endswith("\n")
+    assert len(lines) == 3
+    assert lines[0].split() == ["n_canaries", "epsilon_analytic", "epsilon_lb_median", "mechanism"]
+    assert lines[1].split() == ["10", "1.000", "0.123", "randomized_response"]
+    assert lines[2].split() == ["200", "inf", "none", "gaussian"]
+    # Right-aligned columns: every line has the same length.
+    assert len({len(line) for line in lines}) == 1
+    assert "nan" not in text.lower()
+
+
+@pytest.mark.parametrize("digits", [0, 1, 6])
+def test_digits(df: pd.DataFrame, digits: int) -> None:
+    text = format_table(df, "table", digits=digits)
+    assert f"{0.123456789012345:.{digits}f}" in text.split()
+    assert f"{1.0:.{digits}f}" in text.split()
+
+
+def test_int_column_prints_without_decimals(df: pd.DataFrame) -> None:
+    for fmt in ("table", "markdown", "latex"):
+        text = format_table(df, fmt)
+        assert "10.000" not in text
+        assert "200.000" not in text
+
+
+def test_negative_infinity_and_bool() -> None:
+    frame = pd.DataFrame({"x": [-math.inf], "flag": [True]})
+    assert format_table(frame, "table").splitlines()[1].split() == ["-inf", "True"]
+
+
+def test_csv_keeps_full_precision_and_round_trips(df: pd.DataFrame) -> None:
+    text = format_table(df, "csv")
+    assert text.splitlines()[0] == "n_canaries,epsilon_analytic,epsilon_lb_median,mechanism"
+    assert "0.123456789012345" in text
+    back = pd.read_csv(io.StringIO(text))
+    pd.testing.assert_frame_equal(back, df)
+
+
+def test_csv_round_trips_random_floats() -> None:
+    values = np.random.default_rng(0).standard_normal(50) * 10.0 ** np.arange(-25, 25)
+    frame = pd.DataFrame({"v": values})
+    back = pd.read_csv(io.StringIO(format_table(frame, "csv")))
+    np.testing.assert_array_equal(back["v"].to_numpy(), values)
+
+
+def test_markdown(df: pd.DataFrame) -> None:
+    lines = format_table(df, "markdown").splitlines()
+    assert lines[0] == "| n_canaries | epsilon_analytic | epsilon_lb_median | mechanism |"
+    assert lines[1] == "|---:|---:|---:|---:|"
+    assert lines[2] == "| 10 | 1.000 | 0.123 | randomized_response |"
+    assert lines[3] == "| 200 | inf | none | gaussian |"
+    assert len(lines) == 4
+
+
+def test_latex(df: pd.DataFrame) -> None:
+    text = format_table(df, "latex")
+    lines = text.splitlines()
+    assert lines[0] == r"\begin{tabular}{rrrr}"
+    assert lines[1] == r"\toprule"
+    assert lines[2] == r"n\_canaries & epsilon\_analytic & epsilon\_lb\_median & mechanism \\"
+    assert lines[3] == r"\midrule"
+    assert lines[4] == r"10 & 1.000 & 0.123 & randomized\_response \\"
+    assert lines[5] == r"200 & inf & none & gaussian \\"
+    assert lines[6] == r"\bottomrule"
+    assert lines[7] == r"\end{tabular}"
+    # Every underscore is escaped.
+    assert "_" not in text.replace(r"\_", "")
+
+
+def test_latex_escapes_special_characters() -> None:
+    frame = pd.DataFrame({"a%b": ["x&y"], "c#d": ["back\\slash"]})
+    text = format_table(frame, "latex")
+    assert r"a\%b & c\#d \\" in text
+    assert r"x\&y & back\textbackslash{}slash \\" in text
+
+
+def test_empty_frame() -> None:
+    frame = pd.DataFrame({"a": pd.Series([], dtype=float), "bb": pd.Series([], dtype=int)})
+    assert format_table(frame, "table") == "a  bb\n"
+    assert format_table(frame, "markdown").splitlines() == ["| a | bb |", "|---:|---:|"]
+
+
+@pytest.mark.parametrize("fmt", ["html", "", "CSV", "tex"])
+def test_unknown_format_lists_the_formats(df: pd.DataFrame, fmt: str) -> None:
+    with pytest.raises(ValueError, match=r"^fmt must be one of table, csv, markdown, latex, got ") as info:
+        format_table(df, fmt)
+    assert repr(fmt) in str(info.value)
+
+
+# ---------------------------------------------------------------- plot_lower_bounds
+
+MAGIC = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF"}
+
+
+@pytest.mark.parametrize("suffix", [".png", ".pdf"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_plot_writes_the_file(tmp_path: Path, suffix: str, grouped: bool) -> None:
+    summary = _summary(groups=2 if grouped else 1)
+    target = tmp_path / f"bounds{suffix}"
+    out = plot_lower_bounds(summary, target, group_by=["m"] if grouped else (), title="RR")
+    assert out == target
+    assert isinstance(out, Path)
+    data = target.read_bytes()
+    assert len(data) > 1000
+    assert data.startswith(MAGIC[suffix])
+
+
+def test_plot_accepts_str_path_and_svg(tmp_path: Path) -> None:
+    out = plot_lower_bounds(_summary(), str(tmp_path / "bounds.svg"))
+    assert out == tmp_path / "bounds.svg"
+    assert b"<svg" in out.read_bytes()
+
+
+def test_plot_skips_rows_without_finite_analytic_epsilon(tmp_path: Path) -> None:
+    summary = _summary()
+    summary.loc[0, "epsilon_analytic"] = math.inf
+    summary.loc[1, "epsilon_analytic"] = math.nan
+    out = plot_lower_bounds(summary, tmp_path / "bounds.png")
+    assert out.read_bytes().startswith(MAGIC[".png"])
+
+
+@pytest.mark.parametrize(
+    ("drop", "group_by"), [(["epsilon_lb_max"], []), (["epsilon_analytic", "epsilon_lb_min"], []), ([], ["absent"])]
+)
+def test_plot_missing_columns(tmp_path: Path, drop: list[str], group_by: list[str]) -> None:
+    summary = _summary().drop(columns=drop)
+    missing = drop + group_by
+    with pytest.raises(ValueError, match=r"^summary must have the columns ") as info:
+        plot_lower_bounds(summary, tmp_path / "bounds.png", group_by=group_by)
+    for column in missing:
+        assert repr(column) in str(info.value)
+    assert not (tmp_path / "bounds.png").exists()
+
+
+@pytest.mark.parametrize("name", ["bounds.jpg", "bounds", "bounds.png.txt"])
+def test_plot_bad_suffix(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match=r"^path must end in \.png, \.pdf or \.svg, got "):
+        plot_lower_bounds(_summary(), tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", [math.inf, math.nan])
+def test_plot_without_finite_analytic_epsilon(tmp_path: Path, value: float) -> None:
+    summary = _summary().assign(epsilon_analytic=value)
+    with pytest.raises(ValueError, match=r"^no grid point has a finite analytic ε"):
+        plot_lower_bounds(summary, tmp_path / "bounds.png")
+    assert not (tmp_path / "bounds.png").exists()

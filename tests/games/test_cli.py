@@ -1,0 +1,78 @@
+"""The CLI's list and report commands, end to end on a small run."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from games.cli import main
+from games.registry import ATTACKS, GAMES, MECHANISMS
+
+
+@pytest.fixture
+def results(write_config, tmp_path):
+    out = tmp_path / "out"
+    assert main(["run", str(write_config()), "--out", str(out), "--no-progress", "--n-jobs", "2"]) == 0
+    return out
+
+
+def test_list_names_every_registered_component(capsys):
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    for registry in (GAMES, MECHANISMS, ATTACKS):
+        for name in registry.names():
+            assert any(line.strip().startswith(name + " ") for line in text.splitlines())
+
+
+REPORT_COLUMNS = [
+    "mechanism.epsilon",
+    "epsilon_analytic",
+    "epsilon_lb_mean",
+    "epsilon_lb_median",
+    "epsilon_lb_min",
+    "epsilon_lb_max",
+    "tightness",
+    "n_trials",
+]
+
+
+def test_report_csv(results, capsys):
+    capsys.readouterr()
+    assert main(["report", str(results), "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(table.columns) == REPORT_COLUMNS
+    assert list(table["mechanism.epsilon"]) == [1.0, 2.0]
+    assert list(table["n_trials"]) == [3, 3]
+    assert (table["epsilon_lb_max"] <= table["epsilon_analytic"] + 1).all()
+    assert table["tightness"].tolist() == pytest.approx(
+        (table["epsilon_lb_median"] / table["epsilon_analytic"]).tolist()
+    )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "marker"), [("table", "mechanism.epsilon"), ("markdown", "|---:|"), ("latex", r"\toprule")]
+)
+def test_report_formats(results, capsys, fmt, marker):
+    capsys.readouterr()
+    assert main(["report", str(results), "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert marker in out and len(out.strip().splitlines()) >= 3
+
+
+def test_report_plot_and_output_file(results, tmp_path, capsys):
+    png, pdf, table = tmp_path / "f.png", tmp_path / "f.pdf", tmp_path / "t.md"
+    assert main(["report", str(results), "--plot", str(png), "--format", "markdown", "--output", str(table)]) == 0
+    assert main(["report", str(results), "--plot", str(pdf)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
+    assert table.read_text().startswith("| mechanism.epsilon |")
+
+
+def test_report_errors(tmp_path, results, capsys):
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "not a privgame results directory" in capsys.readouterr().err
+    assert main(["report", str(results), "--plot", str(tmp_path / "f.gif")]) == 2
+    assert "must end in .png, .pdf or .svg" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["report", str(results), "--format", "html"])
