@@ -24,8 +24,8 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check analysis games mechanisms attacks tests benchmarks
+	$(BIN)/ruff format --check analysis games mechanisms attacks tests benchmarks
 	$(BIN)/mypy analysis games mechanisms attacks
 
 bench: $(STAMP)
