@@ -151,3 +151,11 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
     assert list(resumed.rows()["trial"]) == list(range(40))  # nothing lost, nothing doubled
     assert not list(out.rglob("*.tmp"))
     _assert_same(resumed, _run(path, tmp_path / "uninterrupted", n_jobs=2))
+
+
+def test_dask_backend_gives_identical_results(write_config, tmp_path):
+    pytest.importorskip("dask.distributed")
+    path = write_config()
+    config = load_config(path)
+    via_dask = run_experiment(config, tmp_path / "dask", n_jobs=2, progress=False, dask_scheduler="local")
+    _assert_same(via_dask, _run(path, tmp_path / "loky", 1))
