@@ -99,9 +99,24 @@ class Game(ABC):
     __slots__ = ()
 
     name: ClassVar[str]
+    input_kinds: ClassVar[frozenset[str]]  # the mechanism input kinds this game can build
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
-        """Why this game cannot play ``mechanism`` with ``attack``, or ``None`` if it can."""
+        """Why this game cannot play ``mechanism`` with ``attack``, or ``None`` if it can.
+
+        The default checks that the game can build the mechanism's input and that the attack accepts what the
+        mechanism releases; games with further requirements extend it.
+        """
+        if mechanism.input_kind not in self.input_kinds:
+            return (
+                f"game '{self.name}' needs a mechanism that takes {sorted(self.input_kinds)}, "
+                f"but mechanism '{mechanism.name}' takes '{mechanism.input_kind}'"
+            )
+        if mechanism.release_kind not in attack.accepts:
+            return (
+                f"attack '{attack.name}' scores releases of kind {sorted(attack.accepts)}, "
+                f"but mechanism '{mechanism.name}' releases '{mechanism.release_kind}'"
+            )
         return None
 
     def supports(self, mechanism: Mechanism, attack: Attack) -> bool:

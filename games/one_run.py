@@ -66,19 +66,6 @@ class OneRunGame(Game):
         object.__setattr__(self, "k_pos", kp)
         object.__setattr__(self, "k_neg", kn)
 
-    def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
-        if mechanism.input_kind not in self.input_kinds:
-            return (
-                f"game '{self.name}' needs a mechanism that takes {sorted(self.input_kinds)}, "
-                f"but mechanism '{mechanism.name}' takes '{mechanism.input_kind}'"
-            )
-        if mechanism.release_kind not in attack.accepts:
-            return (
-                f"attack '{attack.name}' scores releases of kind {sorted(attack.accepts)}, "
-                f"but mechanism '{mechanism.name}' releases '{mechanism.release_kind}'"
-            )
-        return None
-
     def play(self, mechanism: Mechanism, attack: Attack, *, seed: np.random.SeedSequence) -> TrialOutcome:
         seeds = role_seeds(seed, _N_ROLES)
         membership = np.random.default_rng(seeds[_MEMBERSHIP]).random(self.m) < 0.5
