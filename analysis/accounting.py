@@ -14,16 +14,30 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import dp_accounting
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
+from scipy import special
 
-from analysis._checks import check_delta, check_real
+from analysis._checks import check_delta, check_int, check_real
 
-__all__ = ["NeighbouringRelation", "PrivacyClaim", "epsilon_for_event"]
+__all__ = [
+    "NeighbouringRelation",
+    "PrivacyClaim",
+    "dpsgd_claim",
+    "dpsgd_epsilon",
+    "epsilon_for_event",
+    "gaussian_claim",
+    "gaussian_epsilon",
+    "pure_composition_claim",
+    "pure_composition_epsilon",
+    "randomized_response_claim",
+    "randomized_response_epsilon",
+]
 
 NeighbouringRelation = dp_accounting.NeighboringRelation
 Accountant = Literal["pld", "rdp"]
@@ -124,3 +138,84 @@ class PrivacyClaim:
             accountant=self.accountant,
             value_discretization_interval=self.value_discretization_interval,
         )
+
+
+def randomized_response_claim(epsilon: float) -> PrivacyClaim:
+    """The claim of binary randomized response that reports the truth with probability e^ε / (1 + e^ε).
+
+    ``RandomizedResponseDpEvent(noise_parameter = 2 / (1 + e^ε), num_buckets = 2)`` under REPLACE_ONE (replacing the
+    bit), accounted by PLD at discretisation 1e-9; ε ≈ 0 is a no-op event and ε = inf a non-private one.
+    """
+    eps = check_real("epsilon", epsilon, low=0.0, allow_inf=True)
+    noise = 2.0 * float(special.expit(-eps))
+    event: dp_accounting.DpEvent
+    if noise >= 1.0:  # the output ignores the input (dp_accounting wants noise < 1)
+        event = dp_accounting.NoOpDpEvent()
+    elif noise <= 0.0:  # ε = inf: the truth is reported
+        event = dp_accounting.NonPrivateDpEvent()
+    else:
+        event = dp_accounting.RandomizedResponseDpEvent(noise_parameter=noise, num_buckets=2)
+    return PrivacyClaim(event=event, neighbouring=NeighbouringRelation.REPLACE_ONE, value_discretization_interval=1e-9)
+
+
+def randomized_response_epsilon(epsilon: float, delta: float = 0.0) -> float:
+    """ε at ``delta`` of binary randomized response with parameter ``epsilon`` (= ``epsilon`` at δ = 0)."""
+    return randomized_response_claim(epsilon).epsilon(delta)
+
+
+def gaussian_claim(sigma: float) -> PrivacyClaim:
+    """The claim of the Gaussian mechanism with sensitivity 1 and noise σ (μ-GDP with μ = 1/σ), add/remove."""
+    s = check_real("sigma", sigma, low=0.0, low_open=True)
+    return PrivacyClaim(
+        event=dp_accounting.GaussianDpEvent(noise_multiplier=s), neighbouring=NeighbouringRelation.ADD_OR_REMOVE_ONE
+    )
+
+
+def gaussian_epsilon(sigma: float, delta: float) -> float:
+    """Exact ε at ``delta`` of the Gaussian mechanism with sensitivity 1 and noise σ (Balle & Wang 2018)."""
+    return gaussian_claim(sigma).epsilon(delta)
+
+
+def dpsgd_claim(
+    noise_multiplier: float, sampling_rate: float, steps: int, *, accountant: Accountant = "pld"
+) -> PrivacyClaim:
+    """The claim of DP-SGD: T self-composed Poisson-subsampled Gaussian steps (Abadi et al. 2016), add/remove."""
+    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
+    q = check_real("sampling_rate", sampling_rate, low=0.0, high=1.0, low_open=True)
+    t = check_int("steps", steps, low=1)
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), t
+    )
+    return PrivacyClaim(event=event, neighbouring=NeighbouringRelation.ADD_OR_REMOVE_ONE, accountant=accountant)
+
+
+def dpsgd_epsilon(
+    noise_multiplier: float, sampling_rate: float, steps: int, delta: float, accountant: Accountant = "pld"
+) -> float:
+    """ε at ``delta`` of DP-SGD with Poisson sampling rate q, noise multiplier σ and T steps.
+
+    Examples
+    --------
+    The reference of SPEC §6 (q = 256/60000, σ = 1.1, T = 14062, δ = 1e-5): PLD ≈ 2.38, RDP ≈ 2.60.
+    """
+    return dpsgd_claim(noise_multiplier, sampling_rate, steps, accountant=accountant).epsilon(delta)
+
+
+def pure_composition_claim(epsilons: Sequence[float]) -> PrivacyClaim:
+    """The claim of a sequence of pure ε_i-DP steps (e.g. PrivBayes's exponential mechanisms and Laplace counts).
+
+    Binary randomized response at ε_i is the dominating pair of every ε_i-DP mechanism (its trade-off curve is the
+    pure (ε_i, 0) curve), so the composition of the ε_i-RR events, accounted by PLD, bounds the composition of any
+    ε_i-DP steps: Σ ε_i at δ = 0 (basic composition; Zhang et al., PrivBayes, TODS 2017), and the optimal
+    composition of Kairouz, Oh and Viswanath (ICML 2015) at δ > 0.
+    """
+    eps = [check_real("epsilon", e, low=0.0, low_open=True) for e in epsilons]
+    if not eps:
+        raise ValueError("epsilons must hold at least one ε, got an empty sequence.")
+    event = dp_accounting.ComposedDpEvent([randomized_response_claim(e).event for e in eps])
+    return PrivacyClaim(event=event, neighbouring=NeighbouringRelation.REPLACE_ONE, value_discretization_interval=1e-9)
+
+
+def pure_composition_epsilon(epsilons: Sequence[float], delta: float = 0.0) -> float:
+    """ε at ``delta`` of the composition of pure ε_i-DP steps (Σ ε_i at δ = 0), through ``dp_accounting``."""
+    return pure_composition_claim(epsilons).epsilon(delta)

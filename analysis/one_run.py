@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -31,9 +32,20 @@ from analysis._checks import (
     check_real,
     check_scores,
 )
+from analysis._result import AuditResult
+from analysis.thresholds import (
+    Bonferroni,
+    ThresholdStrategy,
+    check_strategy,
+    quantile_thresholds,
+    symmetric_quantile_pairs,
+    warn_delta_term,
+)
 
 __all__ = [
+    "AuditResult",
     "OneRunAudit",
+    "audit_scores",
     "audit_top_k",
     "count_correct",
     "epsilon_lower_bound",
@@ -412,3 +424,108 @@ def audit_top_k(
     r, v = count_correct(guesses, membership)
     eps = _epsilon_lower_bound(m, r, v, d, 1.0 - conf)
     return OneRunAudit(epsilon=eps, m=m, r=r, v=v, k_pos=int(k_pos), k_neg=int(k_neg), delta=d, confidence=conf)
+
+
+def _counts_one_sided(
+    in_sorted: NDArray[np.float64], out_sorted: NDArray[np.float64], thresholds: ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(r, v) for "member" guesses at scores >= t, for each t (inputs sorted ascending)."""
+    t = np.asarray(thresholds, dtype=np.float64)
+    tp = in_sorted.size - np.searchsorted(in_sorted, t, side="left")
+    fp = out_sorted.size - np.searchsorted(out_sorted, t, side="left")
+    return tp + fp, tp
+
+
+def _counts_two_sided(
+    in_sorted: NDArray[np.float64], out_sorted: NDArray[np.float64], pairs: Sequence[Any]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(r, v) for "member" at scores >= t_high and "non-member" at scores <= t_low, for each (t_low, t_high)."""
+    arr = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
+    r_hi, v_hi = _counts_one_sided(in_sorted, out_sorted, arr[:, 1])
+    in_lo = np.searchsorted(in_sorted, arr[:, 0], side="right")
+    out_lo = np.searchsorted(out_sorted, arr[:, 0], side="right")
+    return r_hi + in_lo + out_lo, v_hi + out_lo
+
+
+def audit_scores(
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    delta: float = 0.0,
+    threshold: ThresholdStrategy | None = None,
+    two_sided: bool = False,
+) -> AuditResult:
+    """One-run audit from the scores of the included (member) and excluded canaries of ONE run.
+
+    Parameters
+    ----------
+    in_scores : array-like of shape (n_in,)
+        Scores of the canaries that were included (S_i = 1), higher = member.
+    out_scores : array-like of shape (n_out,)
+        Scores of the canaries that were left out (S_i = 0).  m = n_in + n_out.
+    confidence : float, default=0.95
+    delta : float, default=0.0
+    threshold : ThresholdStrategy, default=Bonferroni(100)
+        How the threshold is chosen (:mod:`analysis.thresholds`).  One-sided guessing takes one threshold t
+        ("member" at scores ≥ t, abstain below); two-sided takes ``(t_low, t_high)``.
+    two_sided : bool, default=False
+        Also guess "non-member" for scores ≤ t_low (the k₋ lowest), as in the paper's audit.
+
+    Returns
+    -------
+    AuditResult
+        ``details`` holds m, r and v of the test behind the bound (the held-out part for a split).
+
+    Notes
+    -----
+    Formal guarantee: if the mechanism is (ε, δ)-DP with respect to each canary and the canaries were included
+    independently with probability 1/2, then ``P[result.epsilon > ε] <= 1 - confidence``, the threshold's search
+    being paid for by the strategy (Theorem 5.2 of arXiv:2305.08846, union bound or split).  With δ > 0 the term
+    2mδ is added to the p-value of every test: keep it well below the per-test significance (a warning says so).
+    """
+    ins = check_scores("in_scores", in_scores)
+    outs = check_scores("out_scores", out_scores)
+    if ins.size + outs.size == 0:
+        raise ValueError("in_scores and out_scores must not both be empty.")
+    conf = check_confidence(confidence)
+    d = check_delta(delta)
+    strategy = check_strategy(Bonferroni() if threshold is None else threshold)
+    m = ins.size + outs.size
+    counts = _counts_two_sided if two_sided else _counts_one_sided
+
+    def bounds(
+        a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
+    ) -> NDArray[np.float64]:
+        r, v = counts(np.sort(a), np.sort(b), cands)
+        size = a.size + b.size
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return np.array(
+                [_epsilon_lower_bound(size, int(ri), int(vi), d, beta) for ri, vi in zip(r, v, strict=True)]
+            )
+
+    choice = strategy.choose(
+        ins,
+        outs,
+        beta=1.0 - conf,
+        candidates=symmetric_quantile_pairs if two_sided else quantile_thresholds,
+        bounds=bounds,
+    )
+    message = warn_delta_term(m, d, choice.beta_per_test)
+    if message:
+        warnings.warn(message, UserWarning, stacklevel=2)
+    r, v = counts(np.sort(choice.in_scores), np.sort(choice.out_scores), [choice.threshold])
+    return AuditResult(
+        epsilon=choice.bound,
+        method=f"one-run{' two-sided' if two_sided else ''} (Steinke et al. 2023, arXiv:2305.08846)",
+        n_in=ins.size,
+        n_out=outs.size,
+        threshold=choice.threshold,
+        n_tests=choice.n_tests,
+        beta_per_test=choice.beta_per_test,
+        strategy=choice.strategy,
+        confidence=conf,
+        delta=d,
+        details={"m": choice.in_scores.size + choice.out_scores.size, "r": int(r[0]), "v": int(v[0])},
+    )

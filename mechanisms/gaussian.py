@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
 
 from analysis._checks import check_membership, check_real
-from analysis.accounting import NeighbouringRelation, PrivacyClaim
+from analysis.accounting import PrivacyClaim, gaussian_claim
 from mechanisms._base import Mechanism
 
 __all__ = ["GaussianMechanism"]
@@ -54,7 +53,4 @@ class GaussianMechanism(Mechanism):
         return bits.astype(np.float64) + rng.normal(0.0, self.sigma, size=bits.shape[0])
 
     def privacy_claim(self) -> PrivacyClaim:
-        return PrivacyClaim(
-            event=dp_accounting.GaussianDpEvent(noise_multiplier=self.sigma),
-            neighbouring=NeighbouringRelation.ADD_OR_REMOVE_ONE,
-        )
+        return gaussian_claim(self.sigma)

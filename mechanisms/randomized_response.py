@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
 from analysis._checks import check_membership, check_real
-from analysis.accounting import NeighbouringRelation, PrivacyClaim
+from analysis.accounting import PrivacyClaim, randomized_response_claim
 from mechanisms._base import Mechanism
 
 __all__ = ["RandomizedResponse"]
@@ -69,16 +68,4 @@ class RandomizedResponse(Mechanism):
         return (bits ^ flip).astype(np.float64)
 
     def privacy_claim(self) -> PrivacyClaim:
-        noise = 2.0 * float(special.expit(-self.epsilon))  # 2 / (1 + e^ε)
-        event: dp_accounting.DpEvent
-        if noise >= 1.0:  # ε so small that the output ignores the input (dp_accounting wants noise < 1)
-            event = dp_accounting.NoOpDpEvent()
-        elif noise <= 0.0:  # ε = inf: the truth is reported
-            event = dp_accounting.NonPrivateDpEvent()
-        else:
-            event = dp_accounting.RandomizedResponseDpEvent(noise_parameter=noise, num_buckets=2)
-        return PrivacyClaim(
-            event=event,
-            neighbouring=NeighbouringRelation.REPLACE_ONE,
-            value_discretization_interval=1e-9,
-        )
+        return randomized_response_claim(self.epsilon)

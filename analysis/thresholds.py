@@ -1,0 +1,284 @@
+"""Threshold strategies shared by every estimator: how a decision threshold is chosen without breaking the bound.
+
+Any threshold chosen after looking at which scores belong to members is a multiple test.  The sound options
+(SPEC "Threshold selection") are:
+
+- :class:`Explicit` — a threshold fixed in advance; one test at significance β.
+- :class:`Bonferroni` — G candidates fixed WITHOUT the labels (quantiles of the pooled scores, or all distinct
+  scores); each is tested at β / G and the best bound is reported.  Reducing the candidates with the labels (e.g. to
+  the ROC's Pareto frontier) and dividing by the reduced count is NOT sound.
+- :class:`Split` — a random, label-free split of the audited examples: the threshold is chosen on one part (any way
+  at all) and the bound is computed on the held-out part at β.
+
+An estimator describes itself to a strategy with two functions: ``candidates(pooled, levels)`` turns quantile levels
+(or ``None`` for every distinct score) into candidate thresholds using only the pooled scores, and
+``bounds(in_scores, out_scores, candidates, beta)`` returns one bound per candidate, each valid at significance
+``beta`` on its own.  "Best threshold without correction" is deliberately not offered.
+
+References
+----------
+.. [1] SPEC.md, "Threshold selection"; jax_privacy ``auditing.py`` (typed threshold choices).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from analysis._checks import check_int, check_real
+
+__all__ = [
+    "Bonferroni",
+    "Explicit",
+    "Split",
+    "ThresholdChoice",
+    "ThresholdStrategy",
+    "check_strategy",
+    "quantile_thresholds",
+    "symmetric_quantile_pairs",
+]
+
+Candidates = Sequence[Any]
+CandidatesFn = Callable[[NDArray[np.float64], NDArray[np.float64] | None], Candidates]
+BoundsFn = Callable[[NDArray[np.float64], NDArray[np.float64], Candidates, float], NDArray[np.float64]]
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdChoice:
+    """The outcome of a threshold strategy.
+
+    Attributes
+    ----------
+    threshold : object
+        The chosen threshold (a float, or a pair for two-sided guessing).
+    bound : float
+        The bound at that threshold, valid at the overall significance.
+    n_tests : int
+        How many candidates the significance was divided among.
+    beta_per_test : float
+        The significance of each test.
+    strategy : str
+        A description of the strategy.
+    in_scores, out_scores : ndarray
+        The scores the bound was computed on (all of them, or the held-out part of a split).
+    """
+
+    threshold: Any
+    bound: float
+    n_tests: int
+    beta_per_test: float
+    strategy: str
+    in_scores: NDArray[np.float64]
+    out_scores: NDArray[np.float64]
+
+
+class ThresholdStrategy(ABC):
+    """How an estimator's threshold is chosen."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def choose(
+        self,
+        in_scores: NDArray[np.float64],
+        out_scores: NDArray[np.float64],
+        *,
+        beta: float,
+        candidates: CandidatesFn,
+        bounds: BoundsFn,
+    ) -> ThresholdChoice:
+        """Choose a threshold and return the bound at it, valid at significance ``beta`` overall."""
+
+
+@dataclass(frozen=True, slots=True)
+class Explicit(ThresholdStrategy):
+    """A threshold fixed before seeing the data: one test at significance β.
+
+    Parameters
+    ----------
+    threshold : float or tuple of two floats
+        The threshold (member guesses at scores ≥ it); for two-sided guessing ``(t_low, t_high)``.
+    """
+
+    threshold: Any
+
+    def __post_init__(self) -> None:
+        values = self.threshold if isinstance(self.threshold, tuple) else (self.threshold,)
+        for value in values:
+            check_real("threshold", value, allow_inf=True)
+
+    def choose(
+        self,
+        in_scores: NDArray[np.float64],
+        out_scores: NDArray[np.float64],
+        *,
+        beta: float,
+        candidates: CandidatesFn,
+        bounds: BoundsFn,
+    ) -> ThresholdChoice:
+        bound = float(bounds(in_scores, out_scores, [self.threshold], beta)[0])
+        return ThresholdChoice(
+            self.threshold, bound, 1, beta, f"explicit threshold {self.threshold!r}", in_scores, out_scores
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Bonferroni(ThresholdStrategy):
+    """Best of G label-free candidates, each tested at β / G (a union bound).
+
+    Parameters
+    ----------
+    candidates : int or "all", default=100
+        G evenly spaced quantile levels of the pooled scores (levels (1..G)/(G+1)), or ``"all"`` for every distinct
+        pooled score (G = their number).
+
+    Notes
+    -----
+    Formal guarantee: if each candidate's bound holds with probability ≥ 1 − β/G, all hold together with
+    probability ≥ 1 − β, so the best of them does too.  The candidates depend on the pooled scores only, never on
+    which of them are members.
+    """
+
+    candidates: int | Literal["all"] = 100
+
+    def __post_init__(self) -> None:
+        if self.candidates != "all":
+            check_int("candidates", self.candidates, low=1)
+
+    def choose(
+        self,
+        in_scores: NDArray[np.float64],
+        out_scores: NDArray[np.float64],
+        *,
+        beta: float,
+        candidates: CandidatesFn,
+        bounds: BoundsFn,
+    ) -> ThresholdChoice:
+        pooled = np.concatenate([in_scores, out_scores])
+        levels = None if self.candidates == "all" else _levels(int(self.candidates))
+        cands = candidates(pooled, levels)
+        n = max(1, len(cands))
+        values = bounds(in_scores, out_scores, cands, beta / n)
+        best = int(np.argmax(values))
+        return ThresholdChoice(
+            cands[best],
+            float(values[best]),
+            n,
+            beta / n,
+            f"Bonferroni over {n} label-free candidates",
+            in_scores,
+            out_scores,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Split(ThresholdStrategy):
+    """Choose the threshold on a random part of the examples, bound on the held-out part at β.
+
+    Parameters
+    ----------
+    fraction : float, default=0.5
+        Share of the examples (members and non-members alike, split without looking at labels) used to choose.
+    seed : int, default=0
+        Seed of the split.
+    candidates : int, default=100
+        Quantile candidates searched on the choosing part (any search is allowed there).
+
+    Notes
+    -----
+    Formal guarantee: the held-out examples are independent of the choice, so the bound computed on them at β is
+    valid as if the threshold had been fixed in advance.  The price is a smaller audit.
+    """
+
+    fraction: float = 0.5
+    seed: int = 0
+    candidates: int = 100
+
+    def __post_init__(self) -> None:
+        check_real("fraction", self.fraction, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_int("seed", self.seed, low=0)
+        check_int("candidates", self.candidates, low=1)
+
+    def choose(
+        self,
+        in_scores: NDArray[np.float64],
+        out_scores: NDArray[np.float64],
+        *,
+        beta: float,
+        candidates: CandidatesFn,
+        bounds: BoundsFn,
+    ) -> ThresholdChoice:
+        rng = np.random.default_rng(self.seed)
+        in_pick = rng.random(in_scores.shape[0]) < self.fraction
+        out_pick = rng.random(out_scores.shape[0]) < self.fraction
+        choose_in, choose_out = in_scores[in_pick], out_scores[out_pick]
+        pooled = np.concatenate([choose_in, choose_out])
+        if pooled.size == 0:
+            raise ValueError("Split left no examples to choose the threshold on; raise fraction or add data.")
+        cands = candidates(pooled, _levels(self.candidates))
+        trial = bounds(choose_in, choose_out, cands, beta)
+        chosen = cands[int(np.argmax(trial))]
+        held_in, held_out = in_scores[~in_pick], out_scores[~out_pick]
+        bound = float(bounds(held_in, held_out, [chosen], beta)[0])
+        return ThresholdChoice(
+            chosen, bound, 1, beta, f"split: chosen on {self.fraction:g}, bounded on the rest", held_in, held_out
+        )
+
+
+def _levels(g: int) -> NDArray[np.float64]:
+    return np.arange(1, g + 1, dtype=np.float64) / (g + 1)
+
+
+def quantile_thresholds(pooled: NDArray[np.float64], levels: NDArray[np.float64] | None) -> list[float]:
+    """One-sided candidates: quantiles of the pooled scores at ``levels`` (or every distinct score), deduplicated."""
+    if pooled.size == 0:
+        return []
+    values = np.unique(pooled) if levels is None else np.unique(np.quantile(pooled, levels, method="higher"))
+    return [float(v) for v in values]
+
+
+def symmetric_quantile_pairs(
+    pooled: NDArray[np.float64], levels: NDArray[np.float64] | None
+) -> list[tuple[float, float]]:
+    """Two-sided candidates ``(t_low, t_high)``: guess "non-member" at scores ≤ t_low, "member" at scores ≥ t_high.
+
+    Level a gives the pair of pooled quantiles (a/2, 1 − a/2): the outer share a of the scores is guessed, half on
+    each side.  With ``levels=None`` every distinct score q gives the pair of the same ranks from both ends.
+    """
+    if pooled.size == 0:
+        return []
+    if levels is None:
+        ordered = np.sort(pooled)
+        n = ordered.size
+        pairs = {(float(ordered[k]), float(ordered[n - 1 - k])) for k in range(n // 2)}
+    else:
+        lows = np.quantile(pooled, levels / 2.0, method="lower")
+        highs = np.quantile(pooled, 1.0 - levels / 2.0, method="higher")
+        pairs = {(float(lo), float(hi)) for lo, hi in zip(lows, highs, strict=True) if lo < hi}
+    return sorted(pairs)
+
+
+def check_strategy(threshold: Any) -> ThresholdStrategy:
+    """Refuse anything but a :class:`ThresholdStrategy` (a bare number is ambiguous: use ``Explicit(t)``)."""
+    if not isinstance(threshold, ThresholdStrategy):
+        raise TypeError(
+            f"threshold must be a ThresholdStrategy (Explicit(t), Bonferroni(candidates), Split(fraction, seed)), "
+            f"got {threshold!r}."
+        )
+    return threshold
+
+
+def warn_delta_term(m: int, delta: float, beta_per_test: float) -> str | None:
+    """Message when the one-run audit's δ term 2mδ is not small against the per-test significance, else None."""
+    if delta > 0 and 2.0 * m * delta >= 0.1 * beta_per_test:
+        return (
+            f"2·m·δ = {2 * m * delta:.3g} is not small against the per-test significance {beta_per_test:.3g} "
+            f"(m = {m}, δ = {delta:g}): the δ term can swamp the test; use fewer canaries, a smaller δ or fewer "
+            "candidates (SPEC §1)."
+        )
+    return None
