@@ -47,6 +47,7 @@ __all__ = [
     "OneRunAudit",
     "audit_scores",
     "audit_top_k",
+    "best_of_bounds",
     "count_correct",
     "epsilon_lower_bound",
     "guesses_top_k",
@@ -447,6 +448,32 @@ def _counts_two_sided(
     return r_hi + in_lo + out_lo, v_hi + out_lo
 
 
+def best_of_bounds(m: int, r: ArrayLike, v: ArrayLike, *, delta: float, beta: float) -> NDArray[np.float64]:
+    """Lower bounds for many (r, v) tests at significance ``beta`` each, computing only those that can be the best.
+
+    Returns an array with the bound of every test that could be the largest and 0 for the others, so its maximum
+    (and argmax) is that of the full array.  For β < 1/2, a test's bound never exceeds the point estimate
+    ln(v / (r − v)): at that ε, q = v/r and P[Bin(r, q) >= v] >= 1/2 > β (a binomial's median is its mean when
+    the mean is an integer, and the δ term only adds), so tests are visited by decreasing point estimate and the
+    scan stops once it falls below the best bound found.
+    """
+    rs = np.asarray(r, dtype=np.int64)
+    vs = np.asarray(v, dtype=np.int64)
+    out = np.zeros(rs.shape, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        estimate = np.where(vs >= rs, np.inf, np.log(vs) - np.log(np.maximum(rs - vs, 1)))
+    estimate = np.where(rs > 0, estimate, -np.inf)
+    best = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for i in np.argsort(-estimate, kind="stable"):
+            if beta < 0.5 and estimate[i] <= best:
+                break
+            out[i] = _epsilon_lower_bound(m, int(rs[i]), int(vs[i]), delta, beta) if rs[i] > 0 else 0.0
+            best = max(best, out[i])
+    return out
+
+
 def audit_scores(
     in_scores: ArrayLike,
     out_scores: ArrayLike,
@@ -498,12 +525,7 @@ def audit_scores(
         a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
     ) -> NDArray[np.float64]:
         r, v = counts(np.sort(a), np.sort(b), cands)
-        size = a.size + b.size
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return np.array(
-                [_epsilon_lower_bound(size, int(ri), int(vi), d, beta) for ri, vi in zip(r, v, strict=True)]
-            )
+        return best_of_bounds(a.size + b.size, r, v, delta=d, beta=beta)
 
     choice = strategy.choose(
         ins,
