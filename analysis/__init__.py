@@ -3,6 +3,6 @@
 This package imports nothing from ``games``, ``mechanisms`` or ``attacks``.
 """
 
-from analysis import accounting, one_run, reporting
+from analysis import accounting, ladder, multi_run, one_run, panoramia, reporting, thresholds
 
-__all__ = ["accounting", "one_run", "reporting"]
+__all__ = ["accounting", "ladder", "multi_run", "one_run", "panoramia", "reporting", "thresholds"]

@@ -113,7 +113,7 @@ def check_scores(name: str, scores: ArrayLike) -> NDArray[np.float64]:
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
     out = arr.astype(np.float64)
     if not np.all(np.isfinite(out)):
-        bad = out[~np.isfinite(out)][0]
+        bad = float(out[~np.isfinite(out)][0])
         raise ValueError(f"{name} must be finite, got {bad!r} at index {int(np.argmin(np.isfinite(out)))}.")
     return out
 

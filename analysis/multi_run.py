@@ -28,7 +28,14 @@ from scipy import special, stats
 
 from analysis._checks import check_confidence, check_delta, check_scores
 from analysis._result import AuditResult
-from analysis.thresholds import Bonferroni, BoundsFn, ThresholdStrategy, check_strategy, quantile_thresholds
+from analysis.thresholds import (
+    Bonferroni,
+    BoundsFn,
+    Explicit,
+    ThresholdStrategy,
+    check_strategy,
+    quantile_thresholds,
+)
 
 __all__ = ["audit_scores", "clopper_pearson_upper", "gdp_audit_scores"]
 
@@ -120,7 +127,7 @@ def audit_scores(
     ``P[result.epsilon > ε] <= 1 - confidence`` (the threshold's search paid for by the strategy).
     """
     ins, outs, conf, d = _validate(in_scores, out_scores, confidence, delta)
-    strategy = check_strategy(Bonferroni() if threshold is None else threshold)
+    strategy = _one_threshold(Bonferroni() if threshold is None else threshold)
 
     def bounds(
         a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
@@ -157,7 +164,7 @@ def gdp_audit_scores(
     ins, outs, conf, d = _validate(in_scores, out_scores, confidence, delta)
     if d <= 0.0:
         raise ValueError(f"delta must be > 0 for the GDP-derived ε (μ-GDP gives no finite ε at δ = 0), got {delta!r}.")
-    strategy = check_strategy(Bonferroni() if threshold is None else threshold)
+    strategy = _one_threshold(Bonferroni() if threshold is None else threshold)
 
     def mu_bounds(
         a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
@@ -173,6 +180,13 @@ def gdp_audit_scores(
     mu = result.epsilon
     eps = 0.0 if mu <= 0 else (math.inf if math.isinf(mu) else float(dp_accounting.get_epsilon_gaussian(1.0 / mu, d)))
     return AuditResult(**{**_fields(result), "epsilon": eps, "details": {**result.details, "mu": mu}})
+
+
+def _one_threshold(threshold: object) -> ThresholdStrategy:
+    strategy = check_strategy(threshold)
+    if isinstance(strategy, Explicit) and isinstance(strategy.threshold, tuple):
+        raise ValueError(f"threshold must be a single number for a multi-run audit, got {strategy.threshold!r}.")
+    return strategy
 
 
 def _fields(result: AuditResult) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from analysis._checks import (
 from analysis._result import AuditResult
 from analysis.thresholds import (
     Bonferroni,
+    Explicit,
     ThresholdStrategy,
     check_strategy,
     quantile_thresholds,
@@ -518,6 +519,9 @@ def audit_scores(
     conf = check_confidence(confidence)
     d = check_delta(delta)
     strategy = check_strategy(Bonferroni() if threshold is None else threshold)
+    if isinstance(strategy, Explicit) and isinstance(strategy.threshold, tuple) != bool(two_sided):
+        form = "a pair (t_low, t_high)" if two_sided else "a single number"
+        raise ValueError(f"threshold must be {form} for two_sided={two_sided}, got {strategy.threshold!r}.")
     m = ins.size + outs.size
     counts = _counts_two_sided if two_sided else _counts_one_sided
 

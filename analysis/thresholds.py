@@ -41,6 +41,7 @@ __all__ = [
     "check_strategy",
     "quantile_thresholds",
     "symmetric_quantile_pairs",
+    "warn_delta_term",
 ]
 
 Candidates = Sequence[Any]
@@ -108,9 +109,14 @@ class Explicit(ThresholdStrategy):
     threshold: Any
 
     def __post_init__(self) -> None:
-        values = self.threshold if isinstance(self.threshold, tuple) else (self.threshold,)
-        for value in values:
-            check_real("threshold", value, allow_inf=True)
+        if isinstance(self.threshold, tuple):
+            if len(self.threshold) != 2:
+                raise ValueError(f"threshold must be a number or a pair (t_low, t_high), got {self.threshold!r}.")
+            low, high = (check_real("threshold", v, allow_inf=True) for v in self.threshold)
+            if not low < high:
+                raise ValueError(f"threshold (t_low, t_high) must have t_low < t_high, got {self.threshold!r}.")
+        else:
+            check_real("threshold", self.threshold, allow_inf=True)
 
     def choose(
         self,
@@ -162,7 +168,9 @@ class Bonferroni(ThresholdStrategy):
         pooled = np.concatenate([in_scores, out_scores])
         levels = None if self.candidates == "all" else _levels(int(self.candidates))
         cands = candidates(pooled, levels)
-        n = max(1, len(cands))
+        if not cands:
+            raise ValueError("no threshold candidates: the scores are empty.")
+        n = len(cands)
         values = bounds(in_scores, out_scores, cands, beta / n)
         best = int(np.argmax(values))
         return ThresholdChoice(
@@ -253,19 +261,24 @@ def symmetric_quantile_pairs(
     """Two-sided candidates ``(t_low, t_high)``: guess "non-member" at scores ≤ t_low, "member" at scores ≥ t_high.
 
     Level a gives the pair of pooled quantiles (a/2, 1 − a/2): the outer share a of the scores is guessed, half on
-    each side.  With ``levels=None`` every distinct score q gives the pair of the same ranks from both ends.
+    each side.  With ``levels=None`` every rank k gives the pair of the k-th lowest and k-th highest scores.  Pairs
+    with t_low >= t_high (ties) are dropped, so no example is guessed twice; when none is left the single candidate
+    (-inf, inf) guesses nothing.
     """
     if pooled.size == 0:
         return []
     if levels is None:
         ordered = np.sort(pooled)
         n = ordered.size
-        pairs = {(float(ordered[k]), float(ordered[n - 1 - k])) for k in range(n // 2)}
+        pairs = {
+            (float(ordered[k]), float(ordered[n - 1 - k])) for k in range(n // 2) if ordered[k] < ordered[n - 1 - k]
+        }
     else:
         lows = np.quantile(pooled, levels / 2.0, method="lower")
         highs = np.quantile(pooled, 1.0 - levels / 2.0, method="higher")
         pairs = {(float(lo), float(hi)) for lo, hi in zip(lows, highs, strict=True) if lo < hi}
-    return sorted(pairs)
+    # With a single distinct score no pair separates two sides: the one candidate then guesses nothing.
+    return sorted(pairs) or [(-np.inf, np.inf)]
 
 
 def check_strategy(threshold: Any) -> ThresholdStrategy:

@@ -5,6 +5,8 @@ Usage::
     privgame run CONFIG.toml --out DIR [--n-jobs N] [--force] [--no-progress] [--dask-scheduler ADDRESS]
     privgame report DIR [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
     privgame list
+    privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid]
+    privgame ladder --plot FILE [--mu 1 2 4] [--n N] [--delta D] [--confidence C]
 
 A bad config or argument prints one line ``privgame: error: ...`` and exits with status 2 before any trial runs.
 """
@@ -57,6 +59,28 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=TABLE_FORMATS, default="table", help="table format (default: table)")
     report.add_argument("--plot", metavar="FILE", help="also draw the lower bound against the analytic ε")
     report.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
+    report.add_argument(
+        "--ladder", metavar="FILE", help="also draw every estimator's bound on the stored scores (the estimator ladder)"
+    )
+
+    validate = sub.add_parser("validate", help="check every estimator's promise on games with known ε")
+    validate.add_argument("--quick", action="store_true", help="100 repetitions (about a minute on 2 cores)")
+    validate.add_argument("--repetitions", type=int, default=500, help="audits per combination (default 500)")
+    validate.add_argument("--confidence", type=float, nargs="+", default=[0.95, 0.7], help="default: 0.95 0.7")
+    validate.add_argument("--seed", type=int, default=0)
+    validate.add_argument("--n-jobs", type=int, default=1, help="parallel workers; -1 = all cores")
+    validate.add_argument("--include-invalid", action="store_true", help="also run deliberately invalid estimators")
+    validate.add_argument("--format", choices=TABLE_FORMATS, default="table")
+    validate.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
+
+    lad = sub.add_parser("ladder", help="every estimator's bound on Gaussian scores against the true ε")
+    lad.add_argument("--plot", metavar="FILE", help="draw the ladder (.png, .pdf, .svg)")
+    lad.add_argument("--mu", type=float, nargs="+", default=[1.0, 2.0, 4.0], help="shifts (default 1 2 4)")
+    lad.add_argument("--n", type=int, default=10_000, help="scores per setting (default 10000)")
+    lad.add_argument("--delta", type=float, default=1e-5)
+    lad.add_argument("--confidence", type=float, default=0.95)
+    lad.add_argument("--seed", type=int, default=0)
+    lad.add_argument("--format", choices=TABLE_FORMATS, default="table")
 
     sub.add_parser("list", help="list the registered games, mechanisms and attacks")
     return parser
@@ -99,6 +123,58 @@ def _cmd_report(args: argparse.Namespace) -> int:
         group_by = [c for c in swept if not c.startswith("mechanism.")]
         path = plot_lower_bounds(summary, args.plot, group_by=group_by, title=Path(args.results).name)
         print(f"figure written to {path}", file=sys.stderr)
+    if args.ladder:
+        from analysis.ladder import plot_ladder
+        from games.report import ladder_results
+
+        table = ladder_results(args.results)
+        sys.stdout.write("\n" + format_table(table, args.format))
+        print(f"ladder written to {plot_ladder(table, args.ladder, title=Path(args.results).name)}", file=sys.stderr)
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from games.validity import validate
+
+    repetitions = 100 if args.quick else args.repetitions
+    if repetitions < 1:
+        raise ValueError(f"--repetitions must be at least 1, got {repetitions}.")
+    table = validate(
+        repetitions=repetitions,
+        confidences=args.confidence,
+        seed=args.seed,
+        include_invalid=args.include_invalid,
+        n_jobs=args.n_jobs,
+        progress=True,
+    )
+    text = format_table(table, args.format, digits=4)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    valid = ~table["estimator"].str.startswith("INVALID")
+    failed = table[valid & ~table["ok"]]
+    caught = table[~valid & ~table["ok"]]["estimator"].nunique()
+    print(
+        f"{int((valid & table['ok']).sum())} of {int(valid.sum())} estimator/strategy/confidence combinations keep "
+        f"their promise (binomial test p > 1e-3, R = {repetitions})"
+        + (
+            f"; invalid estimators caught: {caught} of {table[~valid]['estimator'].nunique()}"
+            if args.include_invalid
+            else ""
+        ),
+        file=sys.stderr,
+    )
+    return 0 if failed.empty else 1
+
+
+def _cmd_ladder(args: argparse.Namespace) -> int:
+    from analysis.ladder import gaussian_ladder, plot_ladder
+
+    table = gaussian_ladder(args.mu, n=args.n, delta=args.delta, confidence=args.confidence, seed=args.seed)
+    sys.stdout.write(format_table(table, args.format))
+    if args.plot:
+        print(f"ladder written to {plot_ladder(table, args.plot, title='Gaussian scores')}", file=sys.stderr)
     return 0
 
 
@@ -116,7 +192,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``privgame`` command; returns the exit status."""
     args = _parser().parse_args(argv)
-    commands = {"run": _cmd_run, "report": _cmd_report, "list": _cmd_list}
+    commands = {
+        "run": _cmd_run,
+        "report": _cmd_report,
+        "list": _cmd_list,
+        "validate": _cmd_validate,
+        "ladder": _cmd_ladder,
+    }
     try:
         return commands[args.command](args)
     except (ValueError, TypeError, FileNotFoundError) as exc:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from games.config import parse_config
 from games.store import ResultsStore, StoreError
 
-__all__ = ["summarise_results"]
+__all__ = ["ladder_results", "summarise_results"]
 
 
 def summarise_results(root: str) -> tuple[pd.DataFrame, list[str]]:
@@ -37,3 +38,42 @@ def summarise_results(root: str) -> tuple[pd.DataFrame, list[str]]:
         summary = point.game.summarise(part, config.analysis, store.load_outcome)
         records.append({**manifest["grid"][int(g)]["params"], **summary})
     return pd.DataFrame.from_records(records), list(config.swept)
+
+
+def ladder_results(root: str) -> pd.DataFrame:
+    """Every ladder estimator's bound on each grid point's stored scores (median over its trials).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``setting, estimator, epsilon, epsilon_true`` (``epsilon_true`` is the analytic ε).
+    """
+    from analysis.ladder import ladder
+
+    store = ResultsStore(root)
+    manifest = store.manifest()
+    config = parse_config(manifest["config"])
+    rows = store.rows()
+    if rows.empty:
+        raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
+    records = []
+    for g in sorted(rows["grid_point"].unique()):
+        point = manifest["grid"][int(g)]
+        label = ", ".join(f"{k}={v}" for k, v in point["params"].items()) or config.name
+        values: dict[str, list[float]] = {}
+        for trial in rows.loc[rows["grid_point"] == g, "trial"]:
+            outcome = store.load_outcome(int(trial))
+            s, member = outcome.scores, outcome.membership
+            bounds = ladder(s[member], s[~member], confidence=config.analysis.confidence, delta=config.analysis.delta)
+            for name, value in bounds.items():
+                values.setdefault(name, []).append(value)
+        for name, vals in values.items():
+            records.append(
+                {
+                    "setting": label,
+                    "estimator": name,
+                    "epsilon": float(np.nanmedian(vals)) if np.isfinite(vals).any() else float("nan"),
+                    "epsilon_true": point["epsilon_analytic"],
+                }
+            )
+    return pd.DataFrame(records)

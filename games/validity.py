@@ -188,10 +188,8 @@ def _strategy(name: str, scenario: Scenario, two_sided: bool, split_seed: int) -
 
 
 def _panoramia_rows(seed: np.random.SeedSequence, confidences: Sequence[float]) -> list[tuple[Any, ...]]:
-    try:
-        from analysis import panoramia
-    except ImportError:  # pragma: no cover - the module arrives with its own change
-        return []
+    from analysis import panoramia
+
     c, eps, n = 1.0, 1.0, 2000
     rng = np.random.default_rng(seed)
     member = rng.random(n) < 0.5

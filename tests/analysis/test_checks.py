@@ -246,7 +246,7 @@ def test_check_scores_refuses_complex() -> None:
     [([0.0, NAN, 1.0], NAN, 1), ([INF, 0.0], INF, 0), ([0.0, 1.0, -INF], -INF, 2), ([0.0, INF, NAN], INF, 1)],
 )
 def test_check_scores_refuses_non_finite(scores: list[float], bad: float, index: int) -> None:
-    expected = f"scores must be finite, got {np.float64(bad)!r} at index {index}."
+    expected = f"scores must be finite, got {bad!r} at index {index}."
     with pytest.raises(ValueError, match="^" + re.escape(expected) + "$"):
         check_scores("scores", scores)
 
