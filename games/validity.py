@@ -200,18 +200,14 @@ def _panoramia_rows(seed: np.random.SeedSequence, confidences: Sequence[float]) 
 
     baseline, mia = rr(c), rr(c + eps)
     rows = []
-    for confidence in confidences:
-        result = panoramia.measure(baseline, mia, member, confidence=confidence, thresholds=Explicit(0.5))
-        rows.append(("panoramia c=1, eps=1", "PANORAMIA c_lb", "explicit", confidence, result.c_lb > c + 1e-9))
-        rows.append(
-            (
-                "panoramia c=1, eps=1",
-                "PANORAMIA {c+eps}_lb",
-                "explicit",
-                confidence,
-                result.c_plus_eps_lb > c + eps + 1e-9,
+    name = "panoramia c=1, eps=1"
+    for strategy_name, strategy in (("explicit", Explicit(0.5)), ("bonferroni", Bonferroni(100))):
+        for confidence in confidences:
+            result = panoramia.measure(baseline, mia, member, confidence=confidence, thresholds=strategy)
+            rows.append((name, "PANORAMIA c_lb", strategy_name, confidence, result.c_lb > c + 1e-9))
+            rows.append(
+                (name, "PANORAMIA {c+eps}_lb", strategy_name, confidence, result.c_plus_eps_lb > c + eps + 1e-9)
             )
-        )
     return rows
 
 
