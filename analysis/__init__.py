@@ -3,6 +3,6 @@
 This package imports nothing from ``games``, ``mechanisms`` or ``attacks``.
 """
 
-from analysis import accounting, ladder, multi_run, one_run, panoramia, reporting, thresholds
+from analysis import accounting, fdp, ladder, multi_run, one_run, panoramia, reporting, thresholds
 
-__all__ = ["accounting", "ladder", "multi_run", "one_run", "panoramia", "reporting", "thresholds"]
+__all__ = ["accounting", "fdp", "ladder", "multi_run", "one_run", "panoramia", "reporting", "thresholds"]

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from scipy import stats
 from tqdm.auto import tqdm
 
-from analysis import multi_run, one_run
+from analysis import fdp, multi_run, one_run
 from analysis.accounting import NeighbouringRelation, PrivacyClaim, gaussian_epsilon
 from analysis.thresholds import Bonferroni, Explicit, Split, ThresholdStrategy, quantile_thresholds
 from attacks import Identity
@@ -141,11 +141,27 @@ def _multi_run_gdp(a: Scores, b: Scores, confidence: float, delta: float, strate
     return float(result.details["mu"])
 
 
+def _fdp(family: str, two_sided: bool = False) -> Callable[[Scores, Scores, float, float, ThresholdStrategy], float]:
+    def run(a: Scores, b: Scores, confidence: float, delta: float, strategy: ThresholdStrategy) -> float:
+        if family == "gaussian":  # the μ bound does not depend on δ; the GDP-derived ε needs δ > 0
+            result = fdp.audit_scores(
+                a, b, family="gaussian", confidence=confidence, delta=max(delta, 1e-5), threshold=strategy
+            )
+            return float(result.details["parameter"])
+        return fdp.audit_scores(
+            a, b, family=family, confidence=confidence, delta=delta, threshold=strategy, two_sided=two_sided
+        ).epsilon
+
+    return run
+
+
 ESTIMATORS: dict[str, EstimatorSpec] = {
     "one-run": EstimatorSpec(_one_run(False)),
     "one-run two-sided": EstimatorSpec(_one_run(True), two_sided=True),
     "multi-run CP": EstimatorSpec(_multi_run),
     "multi-run GDP (mu)": EstimatorSpec(_multi_run_gdp, parameter="mu"),
+    "f-DP one-run, pure": EstimatorSpec(_fdp("pure")),
+    "f-DP one-run, Gaussian (mu)": EstimatorSpec(_fdp("gaussian"), parameter="mu"),
 }
 
 

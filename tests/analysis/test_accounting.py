@@ -179,3 +179,168 @@ def test_privacy_claim_pickles_and_compares_by_value() -> None:
     clone = pickle.loads(pickle.dumps(claim))
     assert clone == claim
     assert clone != PrivacyClaim(event=SUBSAMPLED, neighbouring=NR.REPLACE_ONE)
+
+
+# ---------------------------------------------------------------- accounting helpers (SPEC §6)
+
+# These tests were appended to the module; their imports stay here so that the tests above are left untouched.
+from typing import Any  # noqa: E402
+
+from dp_accounting.pld import accountant as pld_accountant  # noqa: E402
+from dp_accounting.pld import common as pld_common  # noqa: E402
+from scipy import optimize, stats  # noqa: E402
+
+import mechanisms  # noqa: E402
+from analysis.accounting import (  # noqa: E402
+    dpsgd_epsilon,
+    gaussian_claim,
+    gaussian_epsilon,
+    pure_composition_epsilon,
+    randomized_response_claim,
+    randomized_response_epsilon,
+)
+
+
+def test_dpsgd_reference_value_pld() -> None:
+    # SPEC §6: q = 256/60000, σ = 1.1, T = 14062, δ = 1e-5 -> PLD ε = 2.3817 at value discretisation 1e-4.
+    assert dpsgd_epsilon(1.1, 256 / 60000, 14062, 1e-5) == pytest.approx(2.3817, abs=2e-3)
+
+
+def test_dpsgd_reference_value_rdp() -> None:
+    rdp = dpsgd_epsilon(1.1, 256 / 60000, 14062, 1e-5, accountant="rdp")
+    assert rdp == pytest.approx(2.597, abs=2e-3)
+    assert rdp == pytest.approx(_rdp(_dpsgd_event(1.1, 256 / 60000, 14062), NR.ADD_OR_REMOVE_ONE, 1e-5), rel=1e-12)
+
+
+def _dpsgd_event(sigma: float, q: float, steps: int) -> dp_accounting.DpEvent:
+    return dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps
+    )
+
+
+def test_dpsgd_small_case_matches_dp_accounting_pld() -> None:
+    got = dpsgd_epsilon(1.0, 0.01, 100, DELTA)
+    assert got == pytest.approx(_pld(_dpsgd_event(1.0, 0.01, 100), NR.ADD_OR_REMOVE_ONE), rel=1e-12)
+    # More steps, more sampling or less noise cost more privacy.
+    assert dpsgd_epsilon(1.0, 0.01, 200, DELTA) > got
+    assert dpsgd_epsilon(1.0, 0.02, 100, DELTA) > got
+    assert dpsgd_epsilon(2.0, 0.01, 100, DELTA) < got
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        ((1.1, 0.0, 10), ValueError, r"^sampling_rate must be in \(0, 1\], got 0"),
+        ((1.1, -0.1, 10), ValueError, r"^sampling_rate must be in \(0, 1\], got "),
+        ((1.1, 1.5, 10), ValueError, r"^sampling_rate must be in \(0, 1\], got 1.5"),
+        ((1.1, math.nan, 10), ValueError, r"^sampling_rate must be in \(0, 1\], got nan"),
+        ((1.1, 0.01, 0), ValueError, r"^steps must be an integer >= 1, got 0"),
+        ((1.1, 0.01, -5), ValueError, r"^steps must be an integer >= 1, got -5"),
+        ((1.1, 0.01, 1.5), TypeError, r"^steps must be an integer, got 1.5"),
+        ((0.0, 0.01, 10), ValueError, r"^noise_multiplier must be > 0, got 0"),
+        ((-1.0, 0.01, 10), ValueError, r"^noise_multiplier must be > 0, got -1"),
+        ((math.nan, 0.01, 10), ValueError, r"^noise_multiplier must be > 0, got nan"),
+        (("1.1", 0.01, 10), TypeError, r"^noise_multiplier must be a real number"),
+    ],
+)
+def test_dpsgd_bad_arguments_raise_naming_the_field(args: Any, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        dpsgd_epsilon(args[0], args[1], args[2], DELTA)
+
+
+def test_dpsgd_full_batch_is_accepted() -> None:
+    # q = 1: T Gaussian steps of noise σ compose to one of noise σ/√T.
+    got = dpsgd_epsilon(4.0, 1.0, 4, DELTA)
+    exact = dp_accounting.get_epsilon_gaussian(2.0, DELTA)
+    assert exact - 1e-9 <= got <= exact + 2e-3
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
+def test_gaussian_epsilon_equals_dp_accounting(sigma: float, delta: float) -> None:
+    assert gaussian_epsilon(sigma, delta) == dp_accounting.get_epsilon_gaussian(sigma, delta)
+
+
+@pytest.mark.parametrize("sigma", [0.0, -1.0, math.nan])
+def test_gaussian_epsilon_bad_sigma_raises(sigma: float) -> None:
+    with pytest.raises(ValueError, match=r"^sigma must be > 0, got "):
+        gaussian_epsilon(sigma, DELTA)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 4.0, 8.0])
+def test_randomized_response_epsilon_is_exact_at_delta_zero(epsilon: float) -> None:
+    assert randomized_response_epsilon(epsilon) == pytest.approx(epsilon, abs=1e-6)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
+def test_randomized_response_epsilon_at_positive_delta_is_the_exact_hockey_stick(epsilon: float) -> None:
+    got = randomized_response_epsilon(epsilon, 1e-3)
+    assert got < epsilon
+    # δ(ε') = p - e^{ε'} (1 - p) with p = e^ε / (1 + e^ε)  =>  ε' = ln((p - δ) / (1 - p)).
+    p = math.exp(epsilon) / (1 + math.exp(epsilon))
+    assert got == pytest.approx(math.log((p - 1e-3) / (1 - p)), abs=1e-6)
+
+
+def test_randomized_response_epsilon_extremes() -> None:
+    assert randomized_response_epsilon(0.0) == pytest.approx(0.0, abs=1e-9)
+    assert randomized_response_epsilon(math.inf) == math.inf
+
+
+def test_pure_composition_at_delta_zero_is_the_sum() -> None:
+    assert pure_composition_epsilon([0.3, 0.7]) == pytest.approx(1.0, abs=1e-6)
+    assert pure_composition_epsilon([0.5]) == pytest.approx(0.5, abs=1e-6)
+    assert pure_composition_epsilon([0.1] * 10) == pytest.approx(1.0, abs=1e-6)
+
+
+def _composed_rr_epsilon(k: int, eps: float, delta: float) -> float:
+    """Exact ε at δ of k-fold ε-randomized response: the privacy loss is (k - 2l)ε with l ~ Bin(k, 1 - p)."""
+    p = math.exp(eps) / (1 + math.exp(eps))
+    flips = range(k + 1)
+    losses = [(k - 2 * j) * eps for j in flips]
+    weights = [float(stats.binom.pmf(j, k, 1 - p)) for j in flips]
+
+    def excess(x: float) -> float:
+        terms = (w * max(0.0, 1.0 - math.exp(x - loss)) for w, loss in zip(weights, losses, strict=True))
+        return math.fsum(terms) - delta
+
+    return float(optimize.brentq(excess, 0.0, k * eps, xtol=1e-12))
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-8])
+def test_pure_composition_at_positive_delta(delta: float) -> None:
+    got = pure_composition_epsilon([0.1] * 50, delta)
+    assert 2.0 < got < 5.0
+    assert got < 0.1 * 50  # tighter than basic composition
+    # Kairouz-Oh-Viswanath optimal composition, as dp_accounting evaluates it on its grid (k - 2i)ε: the exact value
+    # lies in (grid - 2ε, grid].
+    grid = pld_accountant.advanced_composition(pld_common.DifferentialPrivacyParameters(0.1, 0.0), 50, delta)
+    assert grid - 0.2 < got <= grid + 1e-9
+    # And the exact hockey-stick divergence of 50-fold randomized response.
+    assert got == pytest.approx(_composed_rr_epsilon(50, 0.1, delta), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("epsilons", "error", "match"),
+    [
+        ([], ValueError, r"^epsilons must hold at least one"),
+        ([0.0], ValueError, r"^epsilon must be > 0, got 0"),
+        ([0.5, -1.0], ValueError, r"^epsilon must be > 0, got -1"),
+        ([0.5, math.nan], ValueError, r"^epsilon must be > 0, got nan"),
+        ([0.5, "1"], TypeError, r"^epsilon must be a real number"),
+    ],
+)
+def test_pure_composition_bad_epsilons_raise(epsilons: Any, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        pure_composition_epsilon(epsilons)
+
+
+def test_mechanisms_claims_are_the_accounting_claims() -> None:
+    rr = mechanisms.RandomizedResponse(epsilon=2).privacy_claim()
+    assert rr == randomized_response_claim(2)
+    assert rr.neighbouring == NR.REPLACE_ONE
+    assert rr.epsilon(0.0) == pytest.approx(2.0, abs=1e-6)
+    gauss = mechanisms.GaussianMechanism(sigma=1).privacy_claim()
+    assert gauss == gaussian_claim(1)
+    assert gauss.neighbouring == NR.ADD_OR_REMOVE_ONE
+    assert gauss.epsilon(DELTA) == dp_accounting.get_epsilon_gaussian(1.0, DELTA)
+    assert mechanisms.RandomizedResponse(epsilon=1).privacy_claim() != randomized_response_claim(2)
