@@ -76,3 +76,25 @@ def test_report_errors(tmp_path, results, capsys):
     assert "must end in .png, .pdf or .svg" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["report", str(results), "--format", "html"])
+
+
+def test_report_ladder(results, tmp_path, capsys):
+    capsys.readouterr()
+    figure = tmp_path / "ladder.png"
+    assert main(["report", str(results), "--ladder", str(figure), "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    ladder_part = out.split("\n\n", 1)[1]
+    table = pd.read_csv(io.StringIO(ladder_part))
+    assert set(table.columns) == {"setting", "estimator", "epsilon", "epsilon_true"}
+    assert set(table["setting"]) == {"mechanism.epsilon=1.0", "mechanism.epsilon=2.0"}
+    steinke = table[table["estimator"] == "one-run (Steinke)"]
+    assert (steinke["epsilon"] <= steinke["epsilon_true"] + 0.5).all()
+    assert figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ladder_command(tmp_path, capsys):
+    figure = tmp_path / "g.png"
+    assert main(["ladder", "--mu", "1", "--n", "2000", "--plot", str(figure), "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(table) == 6 and (table["epsilon"] <= table["epsilon_true"]).all()
+    assert figure.exists()
