@@ -1047,9 +1047,21 @@ def audit_scores(
     def bounds(
         a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
     ) -> NDArray[np.float64]:
+        # Visit candidates by decreasing accuracy; one that does not even reject the best parameter found so far
+        # cannot beat it (rejection is monotone in the parameter), so it gets 0 after a single Algorithm-3 pass.
         r, v = counts(np.sort(a), np.sort(b), cands)
         size = a.size + b.size
-        return np.array([audit(size, int(ri), int(vi), beta).epsilon for ri, vi in zip(r, v, strict=True)])
+        out = np.zeros(len(cands), dtype=np.float64)
+        best = 0.0
+        accuracy = np.where(r > 0, v / np.maximum(r, 1), -1.0)
+        for i in np.argsort(-accuracy, kind="stable"):
+            ri, vi = int(r[i]), int(v[i])
+            if ri == 0 or (best > 0.0 and _curve_margin(fam.curve(best), size, ri, vi, beta, k) <= 0.0):
+                continue
+            result = audit(size, ri, vi, beta)
+            out[i] = result.epsilon
+            best = max(best, result.parameter)
+        return out
 
     choice = strategy.choose(
         ins,

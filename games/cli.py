@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--repetitions", type=int, default=500, help="audits per combination (default 500)")
     validate.add_argument("--confidence", type=float, nargs="+", default=[0.95, 0.7], help="default: 0.95 0.7")
     validate.add_argument("--seed", type=int, default=0)
-    validate.add_argument("--n-jobs", type=int, default=1, help="parallel workers; -1 = all cores")
+    validate.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default -1: all cores)")
     validate.add_argument("--include-invalid", action="store_true", help="also run deliberately invalid estimators")
     validate.add_argument("--format", choices=TABLE_FORMATS, default="table")
     validate.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
