@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AuditResult"]
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from analysis._checks import check_confidence, check_delta, check_scores
+from analysis.thresholds import Bonferroni, Explicit, ThresholdChoice, ThresholdStrategy, check_strategy
+
+__all__ = ["AuditResult", "prepare_one_run", "result_from_choice"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +52,51 @@ class AuditResult:
     confidence: float
     delta: float
     details: Mapping[str, Any] = field(default_factory=dict)
+
+
+def result_from_choice(
+    choice: ThresholdChoice,
+    *,
+    method: str,
+    n_in: int,
+    n_out: int,
+    confidence: float,
+    delta: float,
+    details: Mapping[str, Any],
+) -> AuditResult:
+    """The :class:`AuditResult` of a threshold strategy's choice."""
+    return AuditResult(
+        epsilon=choice.bound,
+        method=method,
+        n_in=n_in,
+        n_out=n_out,
+        threshold=choice.threshold,
+        n_tests=choice.n_tests,
+        beta_per_test=choice.beta_per_test,
+        strategy=choice.strategy,
+        confidence=confidence,
+        delta=delta,
+        details=details,
+    )
+
+
+def prepare_one_run(
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
+    confidence: float,
+    delta: float,
+    threshold: ThresholdStrategy | None,
+    two_sided: bool,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float, float, ThresholdStrategy]:
+    """Checked inputs of a one-run score audit: scores, confidence, δ, and a strategy whose form fits the guessing."""
+    ins = check_scores("in_scores", in_scores)
+    outs = check_scores("out_scores", out_scores)
+    if ins.size + outs.size == 0:
+        raise ValueError("in_scores and out_scores must not both be empty.")
+    conf = check_confidence(confidence)
+    d = check_delta(delta)
+    strategy = check_strategy(Bonferroni() if threshold is None else threshold)
+    if isinstance(strategy, Explicit) and isinstance(strategy.threshold, tuple) != bool(two_sided):
+        form = "a pair (t_low, t_high)" if two_sided else "a single number"
+        raise ValueError(f"threshold must be {form} for two_sided={two_sided}, got {strategy.threshold!r}.")
+    return ins, outs, conf, d, strategy

@@ -41,13 +41,10 @@ from dp_accounting.pld import privacy_loss_distribution
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
-from analysis._checks import check_confidence, check_delta, check_int, check_real, check_scores
-from analysis._result import AuditResult
+from analysis._checks import check_confidence, check_delta, check_int, check_real
+from analysis._result import AuditResult, prepare_one_run, result_from_choice
 from analysis.thresholds import (
-    Bonferroni,
-    Explicit,
     ThresholdStrategy,
-    check_strategy,
     quantile_thresholds,
     symmetric_quantile_pairs,
 )
@@ -1022,17 +1019,8 @@ def audit_scores(
     """
     from analysis.one_run import _counts_one_sided, _counts_two_sided
 
-    ins = check_scores("in_scores", in_scores)
-    outs = check_scores("out_scores", out_scores)
-    if ins.size + outs.size == 0:
-        raise ValueError("in_scores and out_scores must not both be empty.")
-    conf = check_confidence(confidence)
-    d = check_delta(delta)
+    ins, outs, conf, d, strategy = prepare_one_run(in_scores, out_scores, confidence, delta, threshold, two_sided)
     fam = _resolve_family(family, d)
-    strategy = check_strategy(Bonferroni() if threshold is None else threshold)
-    if isinstance(strategy, Explicit) and isinstance(strategy.threshold, tuple) != bool(two_sided):
-        form = "a pair (t_low, t_high)" if two_sided else "a single number"
-        raise ValueError(f"threshold must be {form} for two_sided={two_sided}, got {strategy.threshold!r}.")
     counts = _counts_two_sided if two_sided else _counts_one_sided
     audits: dict[tuple[int, int, int, float], FdpAudit] = {}
 
@@ -1073,15 +1061,11 @@ def audit_scores(
     a, b = choice.in_scores, choice.out_scores
     r, v = counts(np.sort(a), np.sort(b), [choice.threshold])
     best = audit(a.size + b.size, int(r[0]), int(v[0]), choice.beta_per_test)
-    return AuditResult(
-        epsilon=choice.bound,
+    return result_from_choice(
+        choice,
         method=f"{METHOD}, family {fam.name}{', two-sided' if two_sided else ''}",
         n_in=ins.size,
         n_out=outs.size,
-        threshold=choice.threshold,
-        n_tests=choice.n_tests,
-        beta_per_test=choice.beta_per_test,
-        strategy=choice.strategy,
         confidence=conf,
         delta=d,
         details={

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from analysis._checks import check_confidence, check_delta, check_scores
-from analysis._result import AuditResult
+from analysis._result import AuditResult, result_from_choice
 from analysis.thresholds import (
     Bonferroni,
     BoundsFn,
@@ -206,15 +206,11 @@ def _finish(
     a, b = choice.in_scores, choice.out_scores
     fp, fn = _rates(np.sort(a), np.sort(b), [choice.threshold])
     half = choice.beta_per_test / 2
-    return AuditResult(
-        epsilon=choice.bound,
+    return result_from_choice(
+        choice,
         method=method,
         n_in=ins.size,
         n_out=outs.size,
-        threshold=choice.threshold,
-        n_tests=choice.n_tests,
-        beta_per_test=choice.beta_per_test,
-        strategy=choice.strategy,
         confidence=conf,
         delta=d,
         details={

@@ -32,12 +32,9 @@ from analysis._checks import (
     check_real,
     check_scores,
 )
-from analysis._result import AuditResult
+from analysis._result import AuditResult, prepare_one_run, result_from_choice
 from analysis.thresholds import (
-    Bonferroni,
-    Explicit,
     ThresholdStrategy,
-    check_strategy,
     quantile_thresholds,
     symmetric_quantile_pairs,
     warn_delta_term,
@@ -512,16 +509,7 @@ def audit_scores(
     being paid for by the strategy (Theorem 5.2 of arXiv:2305.08846, union bound or split).  With δ > 0 the term
     2mδ is added to the p-value of every test: keep it well below the per-test significance (a warning says so).
     """
-    ins = check_scores("in_scores", in_scores)
-    outs = check_scores("out_scores", out_scores)
-    if ins.size + outs.size == 0:
-        raise ValueError("in_scores and out_scores must not both be empty.")
-    conf = check_confidence(confidence)
-    d = check_delta(delta)
-    strategy = check_strategy(Bonferroni() if threshold is None else threshold)
-    if isinstance(strategy, Explicit) and isinstance(strategy.threshold, tuple) != bool(two_sided):
-        form = "a pair (t_low, t_high)" if two_sided else "a single number"
-        raise ValueError(f"threshold must be {form} for two_sided={two_sided}, got {strategy.threshold!r}.")
+    ins, outs, conf, d, strategy = prepare_one_run(in_scores, out_scores, confidence, delta, threshold, two_sided)
     m = ins.size + outs.size
     counts = _counts_two_sided if two_sided else _counts_one_sided
 
@@ -542,15 +530,11 @@ def audit_scores(
     if message:
         warnings.warn(message, UserWarning, stacklevel=2)
     r, v = counts(np.sort(choice.in_scores), np.sort(choice.out_scores), [choice.threshold])
-    return AuditResult(
-        epsilon=choice.bound,
+    return result_from_choice(
+        choice,
         method=f"one-run{' two-sided' if two_sided else ''} (Steinke et al. 2023, arXiv:2305.08846)",
         n_in=ins.size,
         n_out=outs.size,
-        threshold=choice.threshold,
-        n_tests=choice.n_tests,
-        beta_per_test=choice.beta_per_test,
-        strategy=choice.strategy,
         confidence=conf,
         delta=d,
         details={"m": choice.in_scores.size + choice.out_scores.size, "r": int(r[0]), "v": int(v[0])},

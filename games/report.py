@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from games.config import parse_config
+from games.config import ExperimentConfig, parse_config
 from games.store import ResultsStore, StoreError
 
 __all__ = ["ladder_results", "summarise_results"]
+
+
+def _load(root: str) -> tuple[ResultsStore, dict[str, Any], ExperimentConfig, pd.DataFrame]:
+    store = ResultsStore(root)
+    manifest = store.manifest()
+    config = parse_config(manifest["config"])
+    rows = store.rows()
+    if rows.empty:
+        raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
+    return store, manifest, config, rows
 
 
 def summarise_results(root: str) -> tuple[pd.DataFrame, list[str]]:
@@ -25,12 +37,7 @@ def summarise_results(root: str) -> tuple[pd.DataFrame, list[str]]:
     games.store.StoreError
         If ``root`` is not a results directory or holds no finished trial.
     """
-    store = ResultsStore(root)
-    manifest = store.manifest()
-    config = parse_config(manifest["config"])
-    rows = store.rows()
-    if rows.empty:
-        raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
+    store, manifest, config, rows = _load(root)
     records = []
     for g in sorted(rows["grid_point"].unique()):
         part = rows[rows["grid_point"] == g]
@@ -50,12 +57,7 @@ def ladder_results(root: str) -> pd.DataFrame:
     """
     from analysis.ladder import ladder
 
-    store = ResultsStore(root)
-    manifest = store.manifest()
-    config = parse_config(manifest["config"])
-    rows = store.rows()
-    if rows.empty:
-        raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
+    store, manifest, config, rows = _load(root)
     records = []
     for g in sorted(rows["grid_point"].unique()):
         point = manifest["grid"][int(g)]
