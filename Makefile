@@ -10,6 +10,8 @@ STAMP := $(VENV)/.privgame-installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# the CPU build of torch first (on this machine's disk), so that the dev extra pulls no multi-GB CUDA build
+	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 

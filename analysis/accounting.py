@@ -30,6 +30,7 @@ __all__ = [
     "PrivacyClaim",
     "dpsgd_claim",
     "dpsgd_epsilon",
+    "dpsgd_noise_multiplier",
     "epsilon_for_event",
     "gaussian_claim",
     "gaussian_epsilon",
@@ -219,3 +220,50 @@ def pure_composition_claim(epsilons: Sequence[float]) -> PrivacyClaim:
 def pure_composition_epsilon(epsilons: Sequence[float], delta: float = 0.0) -> float:
     """ε at ``delta`` of the composition of pure ε_i-DP steps (Σ ε_i at δ = 0), through ``dp_accounting``."""
     return pure_composition_claim(epsilons).epsilon(delta)
+
+
+def dpsgd_noise_multiplier(
+    target_epsilon: float,
+    delta: float,
+    sampling_rate: float,
+    steps: int,
+    *,
+    accountant: Accountant = "pld",
+    tol: float = 1e-4,
+) -> float:
+    """The smallest noise multiplier σ for which DP-SGD with (q, T) is (target ε, δ)-DP, by ``dp_accounting``.
+
+    Uses ``dp_accounting.calibrate_dp_mechanism`` (Brent's method on the accountant's ε); the returned σ is
+    rounded UP to within ``tol``, so ``dpsgd_epsilon(σ, q, T, δ) <= target_epsilon`` holds.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive target ε, δ outside (0, 1), q outside (0, 1], or T < 1.
+    """
+    eps = check_real("target_epsilon", target_epsilon, low=0.0, low_open=True)
+    d = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    q = check_real("sampling_rate", sampling_rate, low=0.0, high=1.0, low_open=True)
+    t = check_int("steps", steps, low=1)
+    check_real("tol", tol, low=0.0, low_open=True)
+
+    def make_accountant() -> dp_accounting.PrivacyAccountant:
+        if accountant == "pld":
+            return pld_privacy_accountant.PLDAccountant(NeighbouringRelation.ADD_OR_REMOVE_ONE)
+        return rdp_privacy_accountant.RdpAccountant(neighboring_relation=NeighbouringRelation.ADD_OR_REMOVE_ONE)
+
+    def make_event(sigma: float) -> dp_accounting.DpEvent:
+        return dpsgd_claim(sigma, q, t, accountant=accountant).event
+
+    sigma = float(
+        dp_accounting.calibrate_dp_mechanism(
+            make_accountant,
+            make_event,
+            eps,
+            d,
+            dp_accounting.LowerEndpointAndGuess(0.25, 1.0),  # below σ ≈ 0.25 the PLD grid explodes
+            tol=tol / 2,
+        )
+    )
+    sigma += tol / 2  # calibrate returns within tol/2 of the smallest valid σ: step to its safe side
+    return sigma

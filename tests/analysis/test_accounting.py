@@ -344,3 +344,15 @@ def test_mechanisms_claims_are_the_accounting_claims() -> None:
     assert gauss.neighbouring == NR.ADD_OR_REMOVE_ONE
     assert gauss.epsilon(DELTA) == dp_accounting.get_epsilon_gaussian(1.0, DELTA)
     assert mechanisms.RandomizedResponse(epsilon=1).privacy_claim() != randomized_response_claim(2)
+
+
+def test_dpsgd_noise_multiplier_meets_the_target_from_the_safe_side() -> None:
+    from analysis.accounting import dpsgd_noise_multiplier
+
+    sigma = dpsgd_noise_multiplier(1.0, 1e-5, 1.0, 1, tol=1e-4)  # one full-batch step: the Gaussian mechanism
+    assert dpsgd_epsilon(sigma, 1.0, 1, 1e-5) <= 1.0
+    assert dpsgd_epsilon(sigma - 2e-4, 1.0, 1, 1e-5) > 1.0  # and it is the smallest σ to within tol
+    with pytest.raises(ValueError, match="target_epsilon must be > 0"):
+        dpsgd_noise_multiplier(0.0, 1e-5, 0.1, 10)
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
+        dpsgd_noise_multiplier(1.0, 0.0, 0.1, 10)
