@@ -1,0 +1,385 @@
+"""DP-SGD training exactly as analysed: Poisson sampling, per-example clipping, Gaussian noise on the sum.
+
+One step t of :func:`train` (Abadi et al. [1]_, with the Poisson sampling of the analysis):
+
+1. every one of the N training examples joins the batch B_t independently with probability q (one uniform draw
+   per example from the run's generator; B_t may be empty);
+2. per-example gradients are clipped to norm C and summed (:mod:`mechanisms.dpsgd.clipping`);
+3. Gaussian noise N(0, σ²C² I) is added to the sum (also when B_t is empty), and the result is divided by the
+   EXPECTED batch size qN (not |B_t|, which would leak the batch size);
+4. an SGD step (optionally with momentum and weight decay, both post-processing of the noisy gradients and
+   of parameters already released to the next step) updates the parameters.
+
+After T steps this is the mechanism ``dp_accounting`` accounts as T self-composed Poisson-subsampled Gaussian
+mechanisms (:func:`analysis.accounting.dpsgd_claim`): (ε, δ)-DP under add/remove-one neighbouring with the ε
+that :meth:`DPSGDConfig.privacy_claim` gives.  Its guarantee assumes that each example's loss depends on that
+example only (no batch normalisation: refused) and that the noise is Gaussian; torch's pseudo-random generators
+and floating-point Gaussian samples are not cryptographically sound (cf. Mironov 2012), which does not matter for
+auditing experiments.
+
+Randomness: the run's ``torch.Generator`` (on the training device) gives, per step and in this order, the N
+uniforms of the Poisson sample and then the Gaussian noise of each trainable parameter in ``named_parameters``
+order.  Models are initialised (by :mod:`mechanisms.dpsgd.models`) from the same generator before training.
+
+References
+----------
+.. [1] M. Abadi, A. Chu, I. Goodfellow, H. B. McMahan, I. Mironov, K. Talwar, L. Zhang. Deep Learning with
+   Differential Privacy. CCS 2016, arXiv:1607.00133.
+.. [2] A. Yousefpour et al. Opacus: User-Friendly Differential Privacy Library in PyTorch. arXiv:2109.12298
+   (the same step: Poisson sampling, noise std σC on the summed clipped gradients, division by qN).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from analysis._checks import check_int, check_real
+from analysis.accounting import Accountant, PrivacyClaim, dpsgd_claim
+from mechanisms.dpsgd.clipping import GhostClipper, LossFn, cross_entropy, trainable_parameters
+from mechanisms.dpsgd.devices import check_generator, make_generator, resolve_device
+
+__all__ = [
+    "DPSGDConfig",
+    "EnsembleCallback",
+    "StepCallback",
+    "make_generator",
+    "poisson_mask",
+    "resolve_device",
+    "train",
+    "train_ensemble",
+]
+
+StepCallback = Callable[[int, nn.Module, Tensor], None]
+"""``callback(step, model, batch_mask)`` after step ``step`` (0-based) has updated ``model``."""
+EnsembleCallback = Callable[[int, Mapping[str, Tensor], Tensor], None]
+"""``callback(step, params, batch_masks)``: params by name, each (K, ...); batch_masks (K, N)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DPSGDConfig:
+    """The parameters of a DP-SGD run.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        Poisson sampling rate q in (0, 1]; the expected batch size is qN.
+    noise_multiplier : float
+        σ ``>= 0``: the noise added to the summed clipped gradients has standard deviation σC per coordinate.
+        σ = 0 trains with clipping but no noise (no privacy claim).
+    clip_norm : float
+        C ``> 0``, the per-example gradient norm bound.
+    steps : int
+        T ``>= 1``, the number of noisy steps (one epoch is about 1/q steps).
+    learning_rate : float
+        ``> 0``.
+    momentum : float, default=0.0
+        Heavy-ball momentum in [0, 1), as ``torch.optim.SGD`` (buffer = momentum · buffer + gradient).
+    weight_decay : float, default=0.0
+        ``>= 0``, added as ``weight_decay · θ`` to the noisy gradient (as ``torch.optim.SGD``).
+    device : str, default="auto"
+        Where to train: ``"auto"`` (CUDA when available, the CPU otherwise), ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
+
+    Raises
+    ------
+    TypeError, ValueError
+        From ``__post_init__``, naming the field, when a value has the wrong type or lies outside its range.
+
+    Examples
+    --------
+    >>> config = DPSGDConfig(sampling_rate=256 / 60000, noise_multiplier=1.1, clip_norm=1.0, steps=14062,
+    ...                      learning_rate=0.1)
+    >>> round(config.privacy_claim().epsilon(1e-5), 2)
+    2.38
+    """
+
+    sampling_rate: float
+    noise_multiplier: float
+    clip_norm: float
+    steps: int
+    learning_rate: float
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        checked = {
+            "sampling_rate": check_real("sampling_rate", self.sampling_rate, low=0.0, high=1.0, low_open=True),
+            "noise_multiplier": check_real("noise_multiplier", self.noise_multiplier, low=0.0),
+            "clip_norm": check_real("clip_norm", self.clip_norm, low=0.0, low_open=True),
+            "steps": check_int("steps", self.steps, low=1),
+            "learning_rate": check_real("learning_rate", self.learning_rate, low=0.0, low_open=True),
+            "momentum": check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True),
+            "weight_decay": check_real("weight_decay", self.weight_decay, low=0.0),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+        if not isinstance(self.device, str):
+            raise TypeError(f"device must be a string such as 'auto', 'cpu' or 'cuda', got {self.device!r}.")
+        resolve_device(self.device)  # refuses strings torch cannot parse
+
+    def privacy_claim(self, accountant: Accountant = "pld") -> PrivacyClaim | None:
+        """The analytic guarantee (``dp_accounting``, add/remove-one), or ``None`` when σ = 0 (no privacy)."""
+        if self.noise_multiplier == 0.0:
+            return None
+        return dpsgd_claim(self.noise_multiplier, self.sampling_rate, self.steps, accountant=accountant)
+
+    def expected_batch_size(self, n_examples: int) -> float:
+        """qN, the divisor of every noisy gradient sum."""
+        return self.sampling_rate * check_int("n_examples", n_examples, low=1)
+
+
+def poisson_mask(n_examples: int, sampling_rate: float, generator: torch.Generator) -> Tensor:
+    """A Poisson sample: a boolean mask of length N, each entry True with probability q independently.
+
+    Draws N float64 uniforms from ``generator`` (on its device); entry i is in the batch when u_i < q, so q = 1
+    takes every example.  Float64 keeps the resolution (2⁻⁵³) far below any sampling rate in use.
+    """
+    u = torch.rand(n_examples, generator=generator, device=generator.device, dtype=torch.float64)
+    return u < sampling_rate
+
+
+def train(
+    model: nn.Module,
+    x: Any,
+    y: Any,
+    config: DPSGDConfig,
+    *,
+    generator: torch.Generator,
+    loss_fn: LossFn = cross_entropy,
+    callback: StepCallback | None = None,
+    inject: Callable[[int], Sequence[Tensor] | None] | None = None,
+) -> nn.Module:
+    """Train ``model`` in place with DP-SGD.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Trained in place and moved to ``config.device``; every parameter that requires a gradient is trained.
+        Examples must not interact in the forward pass (see :mod:`mechanisms.dpsgd.clipping`).
+    x : Tensor or array-like of shape (N, ...)
+        Inputs; floating inputs are cast to the model's floating dtype, integer ones (token ids) kept.
+    y : Tensor or array-like of shape (N, ...)
+        Targets, as ``loss_fn`` wants them (class indices for :func:`cross_entropy`).
+    config : DPSGDConfig
+    generator : torch.Generator
+        The run's randomness (Poisson samples and noise), on the training device; see :func:`make_generator`.
+    loss_fn : callable, default=cross_entropy
+        ``loss_fn(output, target)`` returns one loss per example (no reduction).
+    callback : callable, optional
+        ``callback(step, model, batch_mask)`` after each step's update, with ``step`` in 0..T−1 and
+        ``batch_mask`` the (N,) boolean Poisson sample of that step.  Parameters before the first step are
+        ``model``'s on entry.  It must not change the model (later steps update it in place: copy what you keep).
+    inject : callable, optional
+        ``inject(step)`` returns extra already-clipped gradients (one tensor per trainable parameter, or None) added
+        to the step's clipped sum before the noise: white-box gradient canaries.  The analysis holds when each
+        injected example contributes a gradient of norm at most C and is included with probability q per step.
+
+    Returns
+    -------
+    nn.Module
+        ``model``.
+
+    Notes
+    -----
+    Neighbouring relation: add/remove one training example; analytic claim:
+    ``config.privacy_claim()`` (T Poisson-subsampled Gaussian steps, ``dp_accounting``).  The empty batch is an
+    ordinary step: the clipped sum is zero and the noise is added as always.
+    """
+    device = _prepare(config)
+    check_generator("generator", generator, device)
+    model.to(device)
+    xs, ys = _as_tensors(x, y, model, device)
+    n = xs.shape[0]
+    denom = config.sampling_rate * n
+    named = trainable_parameters(model)
+    params = [p for _, p in named]
+    buffers: list[Tensor | None] = [None] * len(params)
+    with GhostClipper(model) as clipper:
+        for step in range(config.steps):
+            mask = poisson_mask(n, config.sampling_rate, generator)
+            index = mask.nonzero().squeeze(1)
+            sums, _ = clipper.clip(xs.index_select(0, index), ys.index_select(0, index), loss_fn, config.clip_norm)
+            extra = inject(step) if inject is not None else None
+            if extra is not None:
+                sums = [s + e for s, e in zip(sums, extra, strict=True)]
+            grads = [_noisy_mean(s, config, generator, denom) for s in sums]
+            _sgd_update(params, grads, buffers, config)
+            if callback is not None:
+                callback(step, model, mask)
+    return model
+
+
+def train_ensemble(
+    make_model: Callable[[torch.Generator], nn.Module] | Sequence[nn.Module],
+    x: Any,
+    y: Any,
+    config: DPSGDConfig,
+    *,
+    generators: Sequence[torch.Generator],
+    loss_fn: LossFn = cross_entropy,
+    callback: EnsembleCallback | None = None,
+) -> list[nn.Module]:
+    """Train K independent models at once with DP-SGD, one forward and one backward pass per step for all K.
+
+    Model k is exactly the model :func:`train` would return for ``make_model(generators[k])`` with
+    ``generator=generators[k]``: its own initialisation, Poisson samples and noise, all from its own generator
+    (equal up to floating-point rounding of the batched matrix products).
+
+    Parameters
+    ----------
+    make_model : callable or sequence of nn.Module
+        ``make_model(generator)`` builds (and initialises, from the generator) one model; it is called once per
+        generator, in order.  Or the K models themselves, all of one architecture.  The forward pass of model 0
+        serves all K (only parameter names, shapes and dtypes are compared), so the models must differ in their
+        parameter values only.
+    x, y : Tensor or array-like of shape (N, ...)
+        The training data, shared by the K models.
+    config : DPSGDConfig
+    generators : sequence of torch.Generator
+        One per model (K ≥ 1), on the training device; e.g. ``[make_generator(s) for s in seed.spawn(K)]``.
+    loss_fn : callable, default=cross_entropy
+        One loss per example (no reduction); it is ``vmap``-ed over the models.
+    callback : callable, optional
+        ``callback(step, params, batch_masks)`` after each step: ``params`` maps every trained parameter's name to
+        a (K, ...) tensor of the K models' current values (updated in place by later steps: clone what you keep),
+        ``batch_masks`` is the (K, N) boolean Poisson samples.
+
+    Returns
+    -------
+    list of nn.Module
+        The K trained models.
+
+    Notes
+    -----
+    The K models' parameters are stacked along a first axis; the forward pass is ``vmap`` of
+    ``functional_call`` over the models, each on its own Poisson batch, padded to the largest of the K batches
+    with rows of weight 0 (rows that no clipped sum and no norm of a real example sees: examples do not
+    interact, and a padded row's clipping factor is set to 0).  Clipped sums come from the same per-layer
+    formulas as :func:`train`, with a model axis.  Each model is DP-SGD with ``config.privacy_claim()``.
+    """
+    device = _prepare(config)
+    gens = list(generators)
+    if not gens:
+        raise ValueError("generators must hold at least one torch.Generator, got an empty sequence.")
+    for i, g in enumerate(gens):
+        check_generator(f"generators[{i}]", g, device)
+    if isinstance(make_model, nn.Module):
+        raise TypeError("make_model must be a callable building one model from a generator, or a sequence of models.")
+    if callable(make_model):
+        models = [make_model(g) for g in gens]
+    else:
+        models = list(make_model)
+        if len(models) != len(gens):
+            raise ValueError(f"make_model must give one model per generator ({len(gens)}), got {len(models)}.")
+    for i, m in enumerate(models):
+        if not isinstance(m, nn.Module):
+            raise TypeError(f"make_model must give torch.nn.Module objects, got {m!r} for model {i}.")
+    for m in models:
+        m.to(device)
+    template = models[0]
+    names = [name for name, _ in trainable_parameters(template)]
+    for i, m in enumerate(models[1:], start=1):
+        other = trainable_parameters(m)
+        if [nm for nm, _ in other] != names or any(
+            p.shape != q.shape or p.dtype != q.dtype
+            for (_, p), (_, q) in zip(other, trainable_parameters(template), strict=True)
+        ):
+            raise ValueError(f"make_model must give models of one architecture; model {i} differs from model 0.")
+    xs, ys = _as_tensors(x, y, template, device)
+    n = xs.shape[0]
+    denom = config.sampling_rate * n
+    with torch.no_grad():
+        stacked = {
+            name: torch.stack([dict(m.named_parameters())[name].detach() for m in models]).clone() for name in names
+        }
+    params = list(stacked.values())
+    buffers: list[Tensor | None] = [None] * len(params)
+    with GhostClipper(template) as clipper:
+        clipper.discover(xs)
+        for step in range(config.steps):
+            masks = torch.stack([poisson_mask(n, config.sampling_rate, g) for g in gens])
+            counts = masks.sum(1)
+            batch = int(counts.max())
+            if batch > 0:
+                # row k: model k's batch in increasing index order, then padding (row 0, weight 0)
+                rows, cols = masks.nonzero(as_tuple=True)
+                slots = masks.cumsum(1)[rows, cols] - 1
+                order = torch.zeros((len(gens), batch), dtype=torch.long, device=device)
+                order[rows, slots] = cols
+                weights = (torch.arange(batch, device=device) < counts.unsqueeze(1)).to(params[0].dtype)
+                sums = clipper.clip_ensemble(stacked, xs[order], ys[order], loss_fn, config.clip_norm, weights)
+            else:
+                sums = [torch.zeros_like(p) for p in params]
+            grads = _ensemble_noisy_means(sums, config, gens, denom)
+            _sgd_update(params, grads, buffers, config)
+            if callback is not None:
+                callback(step, stacked, masks)
+    with torch.no_grad():
+        for i, m in enumerate(models):
+            current = dict(m.named_parameters())
+            for name in names:
+                current[name].copy_(stacked[name][i])
+    return models
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _prepare(config: DPSGDConfig) -> torch.device:
+    if not isinstance(config, DPSGDConfig):
+        raise TypeError(f"config must be a DPSGDConfig, got {config!r}.")
+    return resolve_device(config.device)
+
+
+def _as_tensors(x: Any, y: Any, model: nn.Module, device: torch.device) -> tuple[Tensor, Tensor]:
+    floats = [p.dtype for p in model.parameters() if p.dtype.is_floating_point]
+    dtype = floats[0] if floats else torch.get_default_dtype()
+    xs = torch.as_tensor(np.asarray(x) if not isinstance(x, Tensor) else x).to(device=device)
+    if xs.is_floating_point():  # integer inputs (token ids for an nn.Embedding) stay integers
+        xs = xs.to(dtype)
+    ys = torch.as_tensor(np.asarray(y) if not isinstance(y, Tensor) else y).to(device=device)
+    if xs.dim() < 1 or xs.shape[0] < 1:
+        raise ValueError(f"x must hold at least one example, got shape {tuple(xs.shape)}.")
+    if ys.dim() < 1 or ys.shape[0] != xs.shape[0]:
+        raise ValueError(f"y must have one entry per row of x ({xs.shape[0]}), got shape {tuple(ys.shape)}.")
+    return xs, ys
+
+
+def _noisy_mean(total: Tensor, config: DPSGDConfig, generator: torch.Generator, denom: float) -> Tensor:
+    """(Σ clipped + N(0, σ²C²)) / qN for one parameter of one model."""
+    if config.noise_multiplier > 0.0:
+        noise = torch.randn(total.shape, generator=generator, device=total.device, dtype=total.dtype)
+        total = total + noise * (config.noise_multiplier * config.clip_norm)
+    return total / denom
+
+
+def _ensemble_noisy_means(
+    sums: list[Tensor], config: DPSGDConfig, generators: Sequence[torch.Generator], denom: float
+) -> list[Tensor]:
+    """Per model k, the noise of every parameter in order from generator k (the order :func:`train` uses)."""
+    per_model = [[_noisy_mean(s[i], config, g, denom) for s in sums] for i, g in enumerate(generators)]
+    return [torch.stack([per_model[i][j] for i in range(len(generators))]) for j in range(len(sums))]
+
+
+def _sgd_update(
+    params: Sequence[Tensor], grads: Sequence[Tensor], buffers: list[Tensor | None], config: DPSGDConfig
+) -> None:
+    """``torch.optim.SGD``'s update (no dampening, no Nesterov), elementwise so that stacked models match."""
+    with torch.no_grad():
+        for i, (p, grad) in enumerate(zip(params, grads, strict=True)):
+            d = grad if config.weight_decay == 0.0 else grad.add(p, alpha=config.weight_decay)
+            if config.momentum != 0.0:
+                buf = buffers[i]
+                if buf is None:
+                    buf = d.clone()
+                    buffers[i] = buf
+                else:
+                    buf.mul_(config.momentum).add_(d)
+                d = buf
+            p.add_(d, alpha=-config.learning_rate)
