@@ -118,3 +118,10 @@ GAMES.register(OneRunGame)
 MECHANISMS.register(RandomizedResponse)
 MECHANISMS.register(GaussianMechanism)
 ATTACKS.register(Identity)
+
+try:  # DP-SGD needs the optional torch extra
+    from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
+except ImportError:  # pragma: no cover - depends on the installed extras
+    pass
+else:
+    MECHANISMS.register(DPSGDWhiteBox)

@@ -15,11 +15,13 @@ from attacks import Identity
 from games import OneRunGame
 from games.registry import ATTACKS, GAMES, MECHANISMS, summary_line
 from mechanisms import GaussianMechanism, RandomizedResponse
+from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 
 EXAMPLES = {
     ("game", "one-run"): OneRunGame(m=100, k_pos=10, k_neg=10),
     ("mechanism", "randomized-response"): RandomizedResponse(epsilon=1.0),
     ("mechanism", "gaussian"): GaussianMechanism(sigma=1.0),
+    ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=1.0, steps=5, train_rows=100),
     ("attack", "identity"): Identity(),
 }
 REGISTERED = [(r.kind, name) for r in (GAMES, MECHANISMS, ATTACKS) for name in r.names()]
