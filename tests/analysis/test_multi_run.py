@@ -58,7 +58,9 @@ def _cp_mpmath(k: int, n: int, alpha: float) -> float:
         lo, hi = mpmath.mpf(0), mpmath.mpf(1)
         for _ in range(200):
             mid = (lo + hi) / 2
-            if mpmath.betainc(k + 1, n - k, 0, mid, regularized=True) < target:
+            # I_p(k + 1, n - k) = P[Bin(n, p) > k], summed exactly (k is small in every case here)
+            cdf = mpmath.fsum(mpmath.binomial(n, j) * mid**j * (1 - mid) ** (n - j) for j in range(k + 1))
+            if 1 - cdf < target:
                 lo = mid
             else:
                 hi = mid
