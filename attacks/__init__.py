@@ -2,5 +2,6 @@
 
 from attacks._base import Attack
 from attacks.identity import Identity
+from attacks.loss import NegativeLoss
 
-__all__ = ["Attack", "Identity"]
+__all__ = ["Attack", "Identity", "NegativeLoss"]

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from attacks import Attack, Identity
+from attacks import Attack, Identity, NegativeLoss
 from games._base import Game
 from games.one_run import OneRunGame
 from mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
@@ -118,10 +118,13 @@ GAMES.register(OneRunGame)
 MECHANISMS.register(RandomizedResponse)
 MECHANISMS.register(GaussianMechanism)
 ATTACKS.register(Identity)
+ATTACKS.register(NegativeLoss)
 
 try:  # DP-SGD needs the optional torch extra
+    from mechanisms.dpsgd.blackbox import DPSGDBlackBox
     from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 except ImportError:  # pragma: no cover - depends on the installed extras
     pass
 else:
+    MECHANISMS.register(DPSGDBlackBox)
     MECHANISMS.register(DPSGDWhiteBox)

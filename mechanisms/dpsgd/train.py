@@ -84,6 +84,9 @@ class DPSGDConfig:
         ``>= 0``, added as ``weight_decay · θ`` to the noisy gradient (as ``torch.optim.SGD``).
     device : str, default="auto"
         Where to train: ``"auto"`` (CUDA when available, the CPU otherwise), ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
+    dataset_size : int or None, default=None
+        The public N of the divisor qN.  ``None`` uses the number of rows trained on; give it when that number
+        depends on private data (e.g. canaries included by membership), so that the scaling reveals nothing.
 
     Raises
     ------
@@ -106,6 +109,7 @@ class DPSGDConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     device: str = "auto"
+    dataset_size: int | None = None
 
     def __post_init__(self) -> None:
         checked = {
@@ -122,6 +126,8 @@ class DPSGDConfig:
         if not isinstance(self.device, str):
             raise TypeError(f"device must be a string such as 'auto', 'cpu' or 'cuda', got {self.device!r}.")
         resolve_device(self.device)  # refuses strings torch cannot parse
+        if self.dataset_size is not None:
+            check_int("dataset_size", self.dataset_size, low=1)
 
     def privacy_claim(self, accountant: Accountant = "pld") -> PrivacyClaim | None:
         """The analytic guarantee (``dp_accounting``, add/remove-one), or ``None`` when σ = 0 (no privacy)."""
@@ -130,8 +136,9 @@ class DPSGDConfig:
         return dpsgd_claim(self.noise_multiplier, self.sampling_rate, self.steps, accountant=accountant)
 
     def expected_batch_size(self, n_examples: int) -> float:
-        """qN, the divisor of every noisy gradient sum."""
-        return self.sampling_rate * check_int("n_examples", n_examples, low=1)
+        """qN, the divisor of every noisy gradient sum (N = ``dataset_size`` when given, else ``n_examples``)."""
+        n = check_int("n_examples", n_examples, low=1) if self.dataset_size is None else self.dataset_size
+        return self.sampling_rate * n
 
 
 def poisson_mask(n_examples: int, sampling_rate: float, generator: torch.Generator) -> Tensor:
@@ -196,7 +203,7 @@ def train(
     model.to(device)
     xs, ys = _as_tensors(x, y, model, device)
     n = xs.shape[0]
-    denom = config.sampling_rate * n
+    denom = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
     named = trainable_parameters(model)
     params = [p for _, p in named]
     buffers: list[Tensor | None] = [None] * len(params)
@@ -293,7 +300,7 @@ def train_ensemble(
             raise ValueError(f"make_model must give models of one architecture; model {i} differs from model 0.")
     xs, ys = _as_tensors(x, y, template, device)
     n = xs.shape[0]
-    denom = config.sampling_rate * n
+    denom = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
     with torch.no_grad():
         stacked = {
             name: torch.stack([dict(m.named_parameters())[name].detach() for m in models]).clone() for name in names

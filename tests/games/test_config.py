@@ -17,9 +17,9 @@ BAD_INPUTS = [
     ({"game": {"name": "two-run"}}, r"\[game\] game name must be one of one-run, got 'two-run'"),
     (
         {"mechanism": {"name": "laplace"}},
-        r"mechanism name must be one of dpsgd-whitebox, gaussian, randomized-response, got 'laplace'",
+        r"mechanism name must be one of dpsgd-blackbox, dpsgd-whitebox, gaussian, randomized-response, got 'laplace'",
     ),
-    ({"attack": {"name": "lira"}}, r"\[attack\] attack name must be one of identity, got 'lira'"),
+    ({"attack": {"name": "lira"}}, r"\[attack\] attack name must be one of identity, negative-loss, got 'lira'"),
     ({"mechanism": {"epsilon": "one"}}, r"\[mechanism\] randomized-response: epsilon must be a real number, got 'one'"),
     ({"mechanism": {"epsilon": -1.0}}, r"epsilon must be >= 0, got -1.0"),
     ({"mechanism": {"epsilon": [1.0, -0.5]}}, r"epsilon must be >= 0, got -0.5"),

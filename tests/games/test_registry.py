@@ -13,13 +13,15 @@ from mechanisms import Mechanism, RandomizedResponse
 
 def test_builtins_registered():
     assert GAMES.names() == ["one-run"]
-    assert MECHANISMS.names() == ["dpsgd-whitebox", "gaussian", "randomized-response"]
-    assert ATTACKS.names() == ["identity"]
+    assert MECHANISMS.names() == ["dpsgd-blackbox", "dpsgd-whitebox", "gaussian", "randomized-response"]
+    assert ATTACKS.names() == ["identity", "negative-loss"]
     assert MECHANISMS.get("randomized-response") is RandomizedResponse
 
 
 def test_unknown_name_lists_registered_names():
-    with pytest.raises(UnknownNameError, match="mechanism name must be one of dpsgd-whitebox, gaussian, randomized"):
+    with pytest.raises(
+        UnknownNameError, match="mechanism name must be one of dpsgd-blackbox, dpsgd-whitebox, gaussian, randomized"
+    ):
         MECHANISMS.get("x")
 
 

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from analysis.accounting import PrivacyClaim
-from attacks import Identity
+from attacks import Identity, NegativeLoss
 from games import OneRunGame
 from games.registry import ATTACKS, GAMES, MECHANISMS, summary_line
 from mechanisms import GaussianMechanism, RandomizedResponse
+from mechanisms.dpsgd.blackbox import DPSGDBlackBox
 from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 
 EXAMPLES = {
@@ -22,6 +23,8 @@ EXAMPLES = {
     ("mechanism", "randomized-response"): RandomizedResponse(epsilon=1.0),
     ("mechanism", "gaussian"): GaussianMechanism(sigma=1.0),
     ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=1.0, steps=5, train_rows=100),
+    ("mechanism", "dpsgd-blackbox"): DPSGDBlackBox(noise_multiplier=1.0, steps=5, train_rows=100),
+    ("attack", "negative-loss"): NegativeLoss(),
     ("attack", "identity"): Identity(),
 }
 REGISTERED = [(r.kind, name) for r in (GAMES, MECHANISMS, ATTACKS) for name in r.names()]
@@ -45,23 +48,39 @@ def test_frozen_picklable_hashable_described(key):
     assert type(component).name == key[1]
 
 
+def _release_values(release):
+    """A comparable view of a release (a model release is compared through its canaries' losses)."""
+    return release.losses(np.arange(BITS["canary-bits"].size)) if hasattr(release, "losses") else release
+
+
 @pytest.mark.parametrize("name", MECHANISMS.names())
 def test_mechanism_reproducible_from_rng_and_states_a_claim(name):
     mechanism = EXAMPLES[("mechanism", name)]
     data = BITS[mechanism.input_kind]
-    a = mechanism.release(data, rng=np.random.default_rng(7))
-    b = mechanism.release(data, rng=np.random.default_rng(7))
-    c = mechanism.release(data, rng=np.random.default_rng(8))
+    a = _release_values(mechanism.release(data, rng=np.random.default_rng(7)))
+    b = _release_values(mechanism.release(data, rng=np.random.default_rng(7)))
+    c = _release_values(mechanism.release(data, rng=np.random.default_rng(8)))
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
     claim = mechanism.privacy_claim()
     assert claim is None or isinstance(claim, PrivacyClaim)
 
 
+RELEASES = {
+    "per-canary-values": lambda: EXAMPLES[("mechanism", "randomized-response")].release(
+        BITS["canary-bits"], rng=np.random.default_rng(1)
+    ),
+    "model-with-canaries": lambda: EXAMPLES[("mechanism", "dpsgd-blackbox")].release(
+        BITS["canary-bits"], rng=np.random.default_rng(1)
+    ),
+}
+
+
 @pytest.mark.parametrize("name", ATTACKS.names())
 def test_attack_scores_are_float64_per_target(name):
     attack = EXAMPLES[("attack", name)].fit(None, rng=np.random.default_rng(0))
-    release = RandomizedResponse(epsilon=1.0).release(BITS["canary-bits"], rng=np.random.default_rng(1))
+    (kind,) = sorted(attack.accepts)
     targets = np.arange(0, 200, 3)
-    scores = attack.score(release, targets)
+    scores = attack.score(RELEASES[kind](), targets)
     assert scores.dtype == np.float64 and scores.shape == targets.shape
+    assert np.all(np.isfinite(scores))
