@@ -37,8 +37,10 @@ seconds behind them.  Targets on a 2-core CPU: ``dp_over_plain`` ≤ 2.5, ``opac
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
+import os
 import platform
 import statistics
 import sys
@@ -54,6 +56,9 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Opacus's notices (secure RNG off; full backward hooks on modules whose inputs need no gradient) are expected here.
+warnings.filterwarnings("ignore", message="Secure RNG turned off")
+warnings.filterwarnings("ignore", message="Full backward hook is firing")
 
 from mechanisms.dpsgd import DPSGDConfig, make_generator, mlp, resolve_device, train, train_ensemble  # noqa: E402
 
@@ -283,6 +288,32 @@ def time_side_by_side(
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+class CpuMonitor:
+    """CPU time used by other processes while the benchmark runs (Linux ``/proc/stat``), to flag contention."""
+
+    def __init__(self) -> None:
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float] | None:
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(v) for v in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # all but idle and iowait
+        return busy / os.sysconf("SC_CLK_TCK"), time.process_time(), time.perf_counter()
+
+    def others_share(self) -> float | None:
+        """Share of the machine's CPU capacity used by other processes since construction."""
+        end = self._sample()
+        if self.start is None or end is None:
+            return None
+        busy, own, wall = (b - a for a, b in zip(self.start, end, strict=True))
+        capacity = wall * (os.cpu_count() or 1)
+        return max(0.0, busy - own) / capacity if capacity > 0 else None
+
+
 def _device_label(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
@@ -311,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ImportError:
         opacus_version = None
 
+    monitor = CpuMonitor()
     large = Task(*adult_like(ADULT_N, device), LARGE, 256, device)
     small = Task(*digits(device), SMALL, 64, device)
     print(f"device {_device_label(device)}, torch {torch.__version__}, opacus {opacus_version or 'absent'}")
@@ -348,8 +380,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         e = time_side_by_side(
             {
-                "ensemble": lambda seed, task=task: task.ensemble(seed, K),
-                "sequential": lambda seed, task=task: task.sequential(seed, K),
+                "ensemble": functools.partial(task.ensemble, k=K),
+                "sequential": functools.partial(task.sequential, k=K),
             },
             ens_repeats,
             device,
@@ -373,9 +405,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         "torch": torch.__version__,
         "opacus": opacus_version,
         "repeats": repeats,
+        "ensemble_repeats": ens_repeats,
         "seconds": {name: round(v, 4) for name, v in t.items()}
         | {f"{kind}_{key}": round(v, 4) for key, e in ens.items() for kind, v in e.items()},
     }
+    others = monitor.others_share()
+    result["cpu_used_by_others"] = None if others is None else round(others, 3)
+    if others is not None and others > 0.05:
+        print(
+            f"WARNING: other processes used {others:.0%} of the CPUs during the benchmark: the timings (above all "
+            "of multi-threaded torch ops) are distorted; rerun on an idle machine"
+        )
     met = []
     for key, (op, bound) in TARGETS.items():
         value = result[key]
