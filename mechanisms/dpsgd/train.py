@@ -369,9 +369,19 @@ def _noisy_mean(total: Tensor, config: DPSGDConfig, generator: torch.Generator, 
 def _ensemble_noisy_means(
     sums: list[Tensor], config: DPSGDConfig, generators: Sequence[torch.Generator], denom: float
 ) -> list[Tensor]:
-    """Per model k, the noise of every parameter in order from generator k (the order :func:`train` uses)."""
-    per_model = [[_noisy_mean(s[i], config, g, denom) for s in sums] for i, g in enumerate(generators)]
-    return [torch.stack([per_model[i][j] for i in range(len(generators))]) for j in range(len(sums))]
+    """Per model k, the noise of every parameter in order from generator k (the order :func:`train` uses).
+
+    The draws fill one (K, ...) buffer per parameter in place (``normal_`` draws exactly what ``randn`` does), and
+    the arithmetic runs once on the stacked tensors instead of K × (number of parameters) small calls.
+    """
+    if config.noise_multiplier == 0.0:
+        return [s / denom for s in sums]
+    noise = [torch.empty_like(s) for s in sums]
+    for k, g in enumerate(generators):
+        for z in noise:
+            z[k].normal_(generator=g)
+    scale = config.noise_multiplier * config.clip_norm
+    return [(s + z * scale) / denom for s, z in zip(sums, noise, strict=True)]
 
 
 def _sgd_update(
