@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "check_confidence",
+    "check_counts",
     "check_delta",
     "check_int",
     "check_membership",
@@ -92,6 +93,18 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
     if (low is not None and x < low) or (high is not None and x > high):
         raise ValueError(f"{name} must be an integer {_interval_text(low, high, False, False)}, got {value!r}.")
     return x
+
+
+def check_counts(m: Any, r: Any, v: Any) -> tuple[int, int, int]:
+    """Check a one-run audit's counts: m >= 1 canaries, 0 <= r <= m guesses, 0 <= v <= r correct ones."""
+    m_ = check_int("m", m, low=1)
+    r_ = check_int("r", r, low=0)
+    v_ = check_int("v", v, low=0)
+    if r_ > m_:
+        raise ValueError(f"r (the number of guesses) must be at most m = {m_}, got {r_}.")
+    if v_ > r_:
+        raise ValueError(f"v (the number of correct guesses) must be at most r = {r_}, got {v_}.")
+    return m_, r_, v_
 
 
 def check_confidence(confidence: Any) -> float:

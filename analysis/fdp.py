@@ -41,7 +41,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
-from analysis._checks import check_confidence, check_delta, check_int, check_real
+from analysis._checks import check_confidence, check_counts, check_delta, check_int, check_real
 from analysis._result import AuditResult, prepare_one_run, result_from_choice
 from analysis.thresholds import (
     ThresholdStrategy,
@@ -632,17 +632,6 @@ def _resolve_family(family: Any, delta: float) -> CurveFamily:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _check_counts(m: object, r: object, v: object) -> tuple[int, int, int]:
-    m_ = check_int("m", m, low=1)
-    r_ = check_int("r", r, low=0)
-    v_ = check_int("v", v, low=0)
-    if r_ > m_:
-        raise ValueError(f"r (the number of guesses) must be at most m = {m_}, got {r_}.")
-    if v_ > r_:
-        raise ValueError(f"v (the number of correct guesses) must be at most r = {r_}, got {v_}.")
-    return m_, r_, v_
-
-
 def _margin(g: Callable[[float], float], m: int, c_cap: int, c: int, tau: float, k: int) -> float:
     """``r_0 + h_0 - c_cap/m`` of Algorithm 3 (positive iff the curve is rejected), stopping as soon as it is known.
 
@@ -793,7 +782,7 @@ def reject(curve: TradeOffCurve, m: int, r: int, v: int, tau: float, k: int = 2)
     """
     if not isinstance(curve, TradeOffCurve):
         raise TypeError(f"curve must be a TradeOffCurve, got {curve!r}.")
-    m_, r_, v_ = _check_counts(m, r, v)
+    m_, r_, v_ = check_counts(m, r, v)
     t = check_real("tau", tau, low=0.0, high=1.0, low_open=True, high_open=True)
     k_ = check_int("k", k, low=2)
     return _curve_margin(curve, m_, r_, v_, t, k_) > 0.0
@@ -926,7 +915,7 @@ def epsilon_lower_bound(
     >>> round(epsilon_lower_bound(10_000, 10_000, 7311, family="gaussian", delta=1e-5).epsilon, 3)
     1.646
     """
-    m_, r_, v_ = _check_counts(m, r, v)
+    m_, r_, v_ = check_counts(m, r, v)
     d = check_delta(delta)
     conf = check_confidence(confidence)
     k_ = check_int("k", k, low=2)

@@ -26,6 +26,7 @@ from scipy import optimize, special, stats
 
 from analysis._checks import (
     check_confidence,
+    check_counts,
     check_delta,
     check_int,
     check_membership,
@@ -55,17 +56,6 @@ __all__ = [
 # Hoeffding: P[|Bin(r, q) - rq| >= t] <= 2 exp(-2 t^2 / r).  With t = sqrt(r * _HOEFFDING_LOG / 2) each tail holds
 # less than 1e-20 of the mass, far below the 1e-12 relative accuracy promised for the p-value.
 _HOEFFDING_LOG = math.log(1e20)
-
-
-def _check_counts(m: object, r: object, v: object) -> tuple[int, int, int]:
-    m_ = check_int("m", m, low=1)
-    r_ = check_int("r", r, low=0)
-    v_ = check_int("v", v, low=0)
-    if r_ > m_:
-        raise ValueError(f"r (the number of guesses) must be at most m = {m_}, got {r_}.")
-    if v_ > r_:
-        raise ValueError(f"v (the number of correct guesses) must be at most r = {r_}, got {v_}.")
-    return m_, r_, v_
 
 
 def _binom_pmf(ks: NDArray[np.int64] | int, r: int, p_fail: float) -> NDArray[np.float64]:
@@ -178,7 +168,7 @@ def p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) -> float
     >>> round(p_value(100, 100, 75, math.log(3)), 3)
     0.553
     """
-    m_, r_, v_ = _check_counts(m, r, v)
+    m_, r_, v_ = check_counts(m, r, v)
     eps = check_real("epsilon", epsilon, low=0.0)
     return _p_value(m_, r_, v_, eps, check_delta(delta))
 
@@ -235,7 +225,7 @@ def epsilon_lower_bound(m: int, r: int, v: int, *, delta: float = 0.0, confidenc
     >>> round(epsilon_lower_bound(100, 100, 75), 3)
     0.702
     """
-    m_, r_, v_ = _check_counts(m, r, v)
+    m_, r_, v_ = check_counts(m, r, v)
     d = check_delta(delta)
     beta = 1.0 - check_confidence(confidence)
     return _epsilon_lower_bound(m_, r_, v_, d, beta)
