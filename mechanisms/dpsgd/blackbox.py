@@ -8,26 +8,22 @@ that model (:class:`attacks.loss.NegativeLoss`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from analysis._checks import check_int, check_membership, check_real
-from analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier
-from mechanisms._base import Mechanism
+from analysis._checks import check_int, check_membership
 from mechanisms.dpsgd.clipping import cross_entropy
 from mechanisms.dpsgd.devices import make_generator
-from mechanisms.dpsgd.models import logistic_regression, mlp
-from mechanisms.dpsgd.train import DPSGDConfig, train
-from mechanisms.dpsgd.whitebox import load_digits_tensors
+from mechanisms.dpsgd.digits import N_DIGITS, DigitsDPSGD, load_digits_tensors
+from mechanisms.dpsgd.train import train
 
 __all__ = ["DPSGDBlackBox", "ModelRelease"]
 
 _CANARIES = ("mislabel", "ood")
-_N_DIGITS = 1797
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -47,7 +43,7 @@ class ModelRelease:
 
 
 @dataclass(frozen=True, slots=True)
-class DPSGDBlackBox(Mechanism):
+class DPSGDBlackBox(DigitsDPSGD):
     """DP-SGD on sklearn's digits with m input-space canaries; releases the final model.
 
     Parameters
@@ -75,52 +71,21 @@ class DPSGDBlackBox(Mechanism):
     input_kind: ClassVar[str] = "canary-bits"
     release_kind: ClassVar[str] = "model-with-canaries"
 
-    epsilon: float | None = None
-    noise_multiplier: float | None = None
-    delta: float = 1e-5
-    sampling_rate: float = 0.1
-    steps: int = 100
-    clip_norm: float = 1.0
-    learning_rate: float = 0.5
-    momentum: float = 0.0
-    model: str = "logistic"
-    train_rows: int = 1000
     canary: str = "mislabel"
     canary_seed: int = 0
-    sigma: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
-        check_real("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
-        q = check_real("sampling_rate", self.sampling_rate, low=0.0, high=1.0, low_open=True)
-        steps = check_int("steps", self.steps, low=1)
-        check_real("clip_norm", self.clip_norm, low=0.0, low_open=True)
-        check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
-        check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
-        check_int("train_rows", self.train_rows, low=1, high=_N_DIGITS)
+        DigitsDPSGD.__post_init__(self)  # zero-argument super() is unavailable in slotted dataclasses
         check_int("canary_seed", self.canary_seed, low=0)
-        if self.model not in ("logistic", "mlp"):
-            raise ValueError(f"model must be one of logistic, mlp, got {self.model!r}.")
         if self.canary not in _CANARIES:
             raise ValueError(f"canary must be one of {', '.join(_CANARIES)}, got {self.canary!r}.")
-        if (self.epsilon is None) == (self.noise_multiplier is None):
-            raise ValueError(
-                f"exactly one of epsilon and noise_multiplier must be given, got epsilon={self.epsilon!r}, "
-                f"noise_multiplier={self.noise_multiplier!r}."
-            )
-        if self.epsilon is not None:
-            eps = check_real("epsilon", self.epsilon, low=0.0, low_open=True)
-            object.__setattr__(self, "epsilon", eps)
-            sigma = dpsgd_noise_multiplier(eps, self.delta, q, steps)
-        else:
-            sigma = check_real("noise_multiplier", self.noise_multiplier, low=0.0, low_open=True)
-        object.__setattr__(self, "sigma", sigma)
 
     def canaries(self, m: int) -> tuple[Tensor, Tensor]:
         """The m canaries (inputs, labels), a function of (canary, canary_seed, train_rows, m) only."""
         x, y = load_digits_tensors()
         rng = np.random.default_rng(self.canary_seed)
         if self.canary == "mislabel":
-            spare = _N_DIGITS - self.train_rows
+            spare = N_DIGITS - self.train_rows
             if m > spare:
                 raise ValueError(f"m must be at most {spare} mislabelled canaries (1797 − train_rows), got {m}.")
             rows = self.train_rows + rng.permutation(spare)[:m]
@@ -137,25 +102,8 @@ class DPSGDBlackBox(Mechanism):
         x = torch.cat([x, canary_x[members]])
         y = torch.cat([y, canary_y[members]])
         init_seed, train_seed = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(2)
-        init = make_generator(init_seed, "cpu")
-        net: nn.Module
-        if self.model == "logistic":
-            net = logistic_regression(64, 10, generator=init, dtype=torch.float64)
-        else:
-            net = mlp((64, 32, 10), generator=init, dtype=torch.float64)
-        config = DPSGDConfig(
-            sampling_rate=self.sampling_rate,
-            noise_multiplier=self.sigma,
-            clip_norm=self.clip_norm,
-            steps=self.steps,
-            learning_rate=self.learning_rate,
-            momentum=self.momentum,
-            device="cpu",
-            dataset_size=self.train_rows + max(1, m // 2),
-        )
+        net = self.build_model(64, make_generator(init_seed, "cpu"))
+        config = self.training_config(dataset_size=self.train_rows + max(1, m // 2))
         train(net, x, y, config, generator=make_generator(train_seed, "cpu"))
         net.eval()
         return ModelRelease(net, canary_x, canary_y)
-
-    def privacy_claim(self) -> PrivacyClaim:
-        return dpsgd_claim(self.sigma, self.sampling_rate, self.steps)
