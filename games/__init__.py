@@ -2,6 +2,7 @@
 
 from games._base import AnalysisSettings, Game, TrialOutcome
 from games.config import ConfigError, ExperimentConfig, load_config, parse_config
+from games.multi_run import MultiRunGame
 from games.one_run import OneRunGame
 from games.registry import ATTACKS, GAMES, MECHANISMS
 from games.runner import run_experiment
@@ -14,6 +15,7 @@ __all__ = [
     "ConfigError",
     "ExperimentConfig",
     "Game",
+    "MultiRunGame",
     "OneRunGame",
     "TrialOutcome",
     "load_config",

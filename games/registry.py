@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 
 from attacks import Attack, Identity, NegativeLoss
 from games._base import Game
+from games.multi_run import MultiRunGame
 from games.one_run import OneRunGame
 from mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
 
@@ -115,6 +116,7 @@ MECHANISMS: Registry[Mechanism] = Registry("mechanism", Mechanism)  # type: igno
 ATTACKS: Registry[Attack] = Registry("attack", Attack)  # type: ignore[type-abstract]
 
 GAMES.register(OneRunGame)
+GAMES.register(MultiRunGame)
 MECHANISMS.register(RandomizedResponse)
 MECHANISMS.register(GaussianMechanism)
 ATTACKS.register(Identity)

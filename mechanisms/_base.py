@@ -3,6 +3,8 @@
 A mechanism is a frozen, picklable dataclass whose fields are its parameters (validated in ``__post_init__``).
 ``release(data, rng=...)`` runs it once on the data a game hands it and returns what it publishes;
 ``privacy_claim()`` states its analytic guarantee (or ``None`` for non-private mechanisms).
+``release_runs(data, rngs=...)`` runs it K times independently (the multi-run game); mechanisms that can batch
+the K runs (DP-SGD trains K models at once) override it, with results equal to K calls of ``release``.
 
 Two class attributes let a game check compatibility before any work runs:
 
@@ -16,13 +18,14 @@ Two class attributes let a game check compatibility before any work runs:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from analysis.accounting import PrivacyClaim
 
-__all__ = ["Mechanism", "PrivacyClaim"]
+__all__ = ["Mechanism", "PrivacyClaim", "check_runs"]
 
 
 class Mechanism(ABC):
@@ -38,6 +41,24 @@ class Mechanism(ABC):
     def release(self, data: Any, *, rng: np.random.Generator) -> Any:
         """Run the mechanism once on ``data`` with randomness from ``rng`` and return what it publishes."""
 
+    def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[Any]:
+        """K independent runs: ``[self.release(d, rng=r) for d, r in zip(data, rngs)]``.
+
+        Mechanisms that can batch override this; an override must return what the K separate calls return (up
+        to floating-point rounding), so that a run's result never depends on which runs it was batched with.
+        """
+        check_runs(data, rngs)
+        return [self.release(d, rng=r) for d, r in zip(data, rngs, strict=True)]
+
     @abstractmethod
     def privacy_claim(self) -> PrivacyClaim | None:
         """The analytic privacy guarantee, or ``None`` when the mechanism claims none."""
+
+
+def check_runs(data: Sequence[Any], rngs: Sequence[np.random.Generator]) -> None:
+    """Check the arguments of :meth:`Mechanism.release_runs`: one ``numpy.random.Generator`` per input."""
+    if len(data) != len(rngs):
+        raise ValueError(f"release_runs needs one rng per input, got {len(data)} inputs and {len(rngs)} rngs.")
+    for k, r in enumerate(rngs):
+        if not isinstance(r, np.random.Generator):
+            raise TypeError(f"rngs[{k}] must be a numpy.random.Generator, got {r!r}.")

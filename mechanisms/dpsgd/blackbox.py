@@ -8,6 +8,7 @@ that model (:class:`attacks.loss.NegativeLoss`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -19,7 +20,7 @@ from analysis._checks import check_int, check_membership
 from mechanisms.dpsgd.clipping import cross_entropy
 from mechanisms.dpsgd.devices import make_generator
 from mechanisms.dpsgd.digits import N_DIGITS, DigitsDPSGD, load_digits_tensors
-from mechanisms.dpsgd.train import train
+from mechanisms.dpsgd.train import train, train_ensemble
 
 __all__ = ["DPSGDBlackBox", "ModelRelease"]
 
@@ -60,7 +61,8 @@ class DPSGDBlackBox(DigitsDPSGD):
     -----
     Neighbouring relation: add/remove one training example (a canary); analytic claim: DP-SGD with (q, σ, T) from
     ``dp_accounting`` (PLD).  The divisor qN uses the public N = train_rows + m/2 (the expected training-set size),
-    never the realised number of member canaries.
+    never the realised number of member canaries.  Training runs on the real rows followed by all m canaries with
+    the non-members excluded (``include``), so the random numbers drawn never depend on the membership vector.
 
     References
     ----------
@@ -95,15 +97,44 @@ class DPSGDBlackBox(DigitsDPSGD):
     def release(self, data: Any, *, rng: np.random.Generator) -> ModelRelease:
         """Train once on the real rows plus the member canaries; release the model and the canaries."""
         bits = check_membership("data", data)
-        m = bits.shape[0]
-        canary_x, canary_y = self.canaries(m)
-        x, y = load_digits_tensors(self.train_rows)
-        members = torch.as_tensor(bits)
-        x = torch.cat([x, canary_x[members]])
-        y = torch.cat([y, canary_y[members]])
-        init_seed, train_seed = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(2)
-        net = self.build_model(64, make_generator(init_seed, "cpu"))
-        config = self.training_config(dataset_size=self.train_rows + max(1, m // 2))
-        train(net, x, y, config, generator=make_generator(train_seed, "cpu"))
+        x, y, canary_x, canary_y, dataset_size = self._table(bits.shape[0])
+        init_gen, train_gen = _generators(rng)
+        net = self.build_model(64, init_gen)
+        include = torch.cat([torch.ones(self.train_rows, dtype=torch.bool), torch.as_tensor(bits)])
+        train(net, x, y, self.training_config(dataset_size), generator=train_gen, include=include)
         net.eval()
         return ModelRelease(net, canary_x, canary_y)
+
+    def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[ModelRelease]:
+        """K independent releases trained at once (:func:`train_ensemble`), each equal to ``release(d, rng=r)``."""
+        bits = self.run_bits(data, rngs)
+        if not bits:
+            return []
+        x, y, canary_x, canary_y, dataset_size = self._table(bits[0].shape[0])
+        gens = [_generators(r) for r in rngs]
+        include = torch.cat(
+            [torch.ones((len(bits), self.train_rows), dtype=torch.bool), torch.as_tensor(np.stack(bits))], dim=1
+        )
+        nets = train_ensemble(
+            [self.build_model(64, init) for init, _ in gens],
+            x,
+            y,
+            self.training_config(dataset_size),
+            generators=[g for _, g in gens],
+            include=include,
+        )
+        for net in nets:
+            net.eval()
+        return [ModelRelease(net, canary_x, canary_y) for net in nets]
+
+    def _table(self, m: int) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
+        """The real rows followed by all m canaries (non-members are excluded by ``include``), and the public N."""
+        canary_x, canary_y = self.canaries(m)
+        x, y = load_digits_tensors(self.train_rows)
+        return torch.cat([x, canary_x]), torch.cat([y, canary_y]), canary_x, canary_y, self.train_rows + max(1, m // 2)
+
+
+def _generators(rng: np.random.Generator) -> tuple[torch.Generator, torch.Generator]:
+    """A release's two streams (initialisation, training), from the release's rng."""
+    init_seed, train_seed = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(2)
+    return make_generator(init_seed, "cpu"), make_generator(train_seed, "cpu")

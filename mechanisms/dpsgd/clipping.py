@@ -122,6 +122,30 @@ def _kind(module: nn.Module) -> Literal["linear", "conv2d", "generic"]:
     return "generic"
 
 
+# Parameter-free modules that act on each feature of each example separately (safe to apply to a (K, B, d) stack).
+_ELEMENTWISE = (nn.ReLU, nn.Tanh, nn.ELU, nn.GELU, nn.Sigmoid, nn.LeakyReLU, nn.SiLU, nn.Softplus, nn.Identity)
+
+
+def _linear_chain(model: nn.Module, layers: Sequence[_Layer]) -> list[nn.Module] | None:
+    """The modules of ``model`` in call order when it is a plain Linear, or a plain ``nn.Sequential`` of Linear
+    layers (every parameter trainable) and elementwise activations; ``None`` for anything else."""
+    modules: list[nn.Module] | None = (
+        [model] if type(model) is nn.Linear else list(model) if type(model) is nn.Sequential else None
+    )
+    if modules is None:
+        return None
+    trainable = {id(layer.module): layer for layer in layers}
+    for module in modules:
+        if isinstance(module, nn.Linear):
+            layer = trainable.get(id(module))
+            own = [n for n, _ in module.named_parameters(recurse=False)]
+            if _kind(module) != "linear" or layer is None or list(layer.names) != own:
+                return None
+        elif not (type(module) in _ELEMENTWISE and not list(module.parameters()) and not getattr(module, "inplace", 0)):
+            return None
+    return modules
+
+
 class GhostClipper:
     """Forward hooks on a model that make per-example clipped gradient sums cheap.
 
@@ -189,6 +213,7 @@ class GhostClipper:
         self._handles = [layer.module.register_forward_hook(self._hook, with_kwargs=True) for layer in self.layers]
         # filled by discover(): per call, (layer index, number of inputs, per-example output shape, dtype)
         self._plan: list[tuple[int, int, tuple[int, ...], torch.dtype]] | None = None
+        self._chain = _linear_chain(model, self.layers)
 
     # ------------------------------------------------------------------ hooks
     def close(self) -> None:
@@ -333,26 +358,69 @@ class GhostClipper:
             losses = loss_fn(functional_call(self.model, p, (xk,)), yk)
             return losses, [a for call in self._calls for a in call.inputs]
 
-        self._mode = "probes"
-        try:
-            with torch.enable_grad():
-                losses, flat = vmap(forward)(dict(params), x, y, probes)
-        finally:
-            self._mode = "off"
-            seen, self._calls, self._probes = self._calls, [], iter(())
-        if [c.layer for c in seen] != [layer for layer, *_ in plan]:
-            raise RuntimeError("the model's forward pass must call the same layers in the same order at every step.")
-        _check_losses(losses, (k, batch))
         calls: list[_Call] = []
-        start = 0
-        for (layer, n_inputs, _, _), probe in zip(plan, probes, strict=True):
-            inputs = tuple(a.detach() for a in flat[start : start + n_inputs])
-            calls.append(_Call(layer=layer, inputs=inputs, probe=probe))
-            start += n_inputs
+        if self._chain is not None and x.dim() == 3:
+            with torch.enable_grad():
+                losses = self._chain_forward(params, x, y, loss_fn, probes, calls)
+        else:
+            self._mode = "probes"
+            try:
+                with torch.enable_grad():
+                    losses, flat = vmap(forward)(dict(params), x, y, probes)
+            finally:
+                self._mode = "off"
+                seen, self._calls, self._probes = self._calls, [], iter(())
+            if [c.layer for c in seen] != [layer for layer, *_ in plan]:
+                raise RuntimeError(
+                    "the model's forward pass must call the same layers in the same order at every step."
+                )
+            _check_losses(losses, (k, batch))
+            start = 0
+            for (layer, n_inputs, _, _), probe in zip(plan, probes, strict=True):
+                inputs = tuple(a.detach() for a in flat[start : start + n_inputs])
+                calls.append(_Call(layer=layer, inputs=inputs, probe=probe))
+                start += n_inputs
         self._backward(losses, calls)
         stacked = {n: t.detach() for n, t in params.items()}
         sums, _ = self._clip_from_calls(calls, stacked, clip_norm, weights, k, batch)
         return sums
+
+    def _chain_forward(
+        self,
+        params: Mapping[str, Tensor],
+        x: Tensor,
+        y: Tensor,
+        loss_fn: LossFn,
+        probes: list[Tensor],
+        calls: list[_Call],
+    ) -> Tensor:
+        """The K models' forward pass of a Linear/activation chain as batched matrix products (no ``vmap``).
+
+        Same arithmetic as the ``vmap`` path (x Wᵀ + b per model, the activation elementwise), without its per-call
+        overhead, which dominates small shadow models; fills ``calls`` and returns the (K, B) losses.
+        """
+        assert self._chain is not None
+        k, batch = x.shape[0], x.shape[1]
+        h = x
+        probe_iter = iter(probes)
+        for module in self._chain:
+            index = self._layer_of.get(id(module))
+            if index is None:  # a parameter-free elementwise activation
+                h = module(h)
+                continue
+            layer = self.layers[index]
+            weight = params[layer.full_name("weight")].transpose(1, 2)
+            out = (
+                torch.bmm(h, weight)
+                if "bias" not in layer.names
+                else torch.baddbmm(params[layer.full_name("bias")].unsqueeze(1), h, weight)
+            )
+            probe = next(probe_iter)
+            calls.append(_Call(layer=index, inputs=(h.detach(),), probe=probe))
+            h = out + probe
+        losses = loss_fn(h.reshape(k * batch, *h.shape[2:]), y.reshape(k * batch, *y.shape[2:]))
+        _check_losses(losses, (k * batch,))
+        return losses.reshape(k, batch)
 
     # ------------------------------------------------------------------ norms and sums
     def _clip_from_calls(

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import torch
+from numpy.typing import NDArray
 from torch import Tensor, nn
 
-from analysis._checks import check_int, check_real
+from analysis._checks import check_int, check_membership, check_real
 from analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier
-from mechanisms._base import Mechanism
+from mechanisms._base import Mechanism, check_runs
 from mechanisms.dpsgd.models import logistic_regression, mlp
 from mechanisms.dpsgd.train import DPSGDConfig
 
@@ -90,6 +94,14 @@ class DigitsDPSGD(Mechanism):
         else:
             sigma = check_real("noise_multiplier", self.noise_multiplier, low=0.0, low_open=True)
         object.__setattr__(self, "sigma", sigma)
+
+    def run_bits(self, data: Sequence[Any], rngs: Sequence[np.random.Generator]) -> list[NDArray[np.bool_]]:
+        """The membership vectors of :meth:`release_runs`, checked (one rng each, the same m in every run)."""
+        check_runs(data, rngs)
+        bits = [check_membership(f"data[{k}]", d) for k, d in enumerate(data)]
+        if len({b.shape[0] for b in bits}) > 1:
+            raise ValueError("release_runs needs the same number of canaries in every run.")
+        return bits
 
     def build_model(self, n_inputs: int, generator: torch.Generator) -> nn.Module:
         """The chosen model for ``n_inputs`` features, initialised from ``generator`` (float64)."""

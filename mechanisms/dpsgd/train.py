@@ -18,8 +18,8 @@ and floating-point Gaussian samples are not cryptographically sound (cf. Mironov
 auditing experiments.
 
 Randomness: the run's ``torch.Generator`` (on the training device) gives, per step and in this order, the N
-uniforms of the Poisson sample and then the Gaussian noise of each trainable parameter in ``named_parameters``
-order.  Models are initialised (by :mod:`mechanisms.dpsgd.models`) from the same generator before training.
+uniforms of the Poisson sample and then, in one call, the Gaussian noise of all trainable parameters as one vector
+laid out in ``named_parameters`` order.  Models are initialised (by :mod:`mechanisms.dpsgd.models`) from the same generator before training.
 
 References
 ----------
@@ -161,6 +161,7 @@ def train(
     loss_fn: LossFn = cross_entropy,
     callback: StepCallback | None = None,
     inject: Callable[[int], Sequence[Tensor] | None] | None = None,
+    include: Any = None,
 ) -> nn.Module:
     """Train ``model`` in place with DP-SGD.
 
@@ -186,6 +187,11 @@ def train(
         ``inject(step)`` returns extra already-clipped gradients (one tensor per trainable parameter, or None) added
         to the step's clipped sum before the noise: white-box gradient canaries.  The analysis holds when each
         injected example contributes a gradient of norm at most C and is included with probability q per step.
+    include : Tensor or array-like of shape (N,), bool, optional
+        Which rows of ``x`` are in the training set (default: all).  Every row still gets its Poisson uniform, so
+        the randomness drawn does not depend on who is included: a row left out is simply never sampled.  This
+        is how the canary mechanisms train on "the data plus the member canaries" with a stream of random
+        numbers that is the same for every membership vector.
 
     Returns
     -------
@@ -203,6 +209,7 @@ def train(
     model.to(device)
     xs, ys = _as_tensors(x, y, model, device)
     n = xs.shape[0]
+    keep = _include_mask(include, (n,), device)
     denom = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
     named = trainable_parameters(model)
     params = [p for _, p in named]
@@ -210,12 +217,14 @@ def train(
     with GhostClipper(model) as clipper:
         for step in range(config.steps):
             mask = poisson_mask(n, config.sampling_rate, generator)
+            if keep is not None:
+                mask &= keep
             index = mask.nonzero().squeeze(1)
             sums, _ = clipper.clip(xs.index_select(0, index), ys.index_select(0, index), loss_fn, config.clip_norm)
             extra = inject(step) if inject is not None else None
             if extra is not None:
                 sums = [s + e for s, e in zip(sums, extra, strict=True)]
-            grads = [_noisy_mean(s, config, generator, denom) for s in sums]
+            grads = _noisy_means(sums, config, [generator], denom, stacked=False)
             _sgd_update(params, grads, buffers, config)
             if callback is not None:
                 callback(step, model, mask)
@@ -231,6 +240,8 @@ def train_ensemble(
     generators: Sequence[torch.Generator],
     loss_fn: LossFn = cross_entropy,
     callback: EnsembleCallback | None = None,
+    inject: Callable[[int], Sequence[Tensor] | None] | None = None,
+    include: Any = None,
 ) -> list[nn.Module]:
     """Train K independent models at once with DP-SGD, one forward and one backward pass per step for all K.
 
@@ -256,6 +267,12 @@ def train_ensemble(
         ``callback(step, params, batch_masks)`` after each step: ``params`` maps every trained parameter's name to
         a (K, ...) tensor of the K models' current values (updated in place by later steps: clone what you keep),
         ``batch_masks`` is the (K, N) boolean Poisson samples.
+    inject : callable, optional
+        ``inject(step)`` returns, per trainable parameter, a (K, ...) tensor of already-clipped gradients added to
+        each model's clipped sum before its noise (or None): :func:`train`'s ``inject`` for K models at once.
+    include : Tensor or array-like of shape (N,) or (K, N), bool, optional
+        Which rows of ``x`` are in each model's training set (default: all), as :func:`train`'s ``include``:
+        the K models may train on different subsets of one table (with and without a target, for instance).
 
     Returns
     -------
@@ -300,6 +317,7 @@ def train_ensemble(
             raise ValueError(f"make_model must give models of one architecture; model {i} differs from model 0.")
     xs, ys = _as_tensors(x, y, template, device)
     n = xs.shape[0]
+    keep = _include_mask(include, (len(gens), n), device)
     denom = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
     with torch.no_grad():
         stacked = {
@@ -311,6 +329,8 @@ def train_ensemble(
         clipper.discover(xs)
         for step in range(config.steps):
             masks = torch.stack([poisson_mask(n, config.sampling_rate, g) for g in gens])
+            if keep is not None:
+                masks &= keep
             counts = masks.sum(1)
             batch = int(counts.max())
             if batch > 0:
@@ -323,7 +343,10 @@ def train_ensemble(
                 sums = clipper.clip_ensemble(stacked, xs[order], ys[order], loss_fn, config.clip_norm, weights)
             else:
                 sums = [torch.zeros_like(p) for p in params]
-            grads = _ensemble_noisy_means(sums, config, gens, denom)
+            extra = inject(step) if inject is not None else None
+            if extra is not None:
+                sums = [s + e for s, e in zip(sums, extra, strict=True)]
+            grads = _noisy_means(sums, config, gens, denom, stacked=True)
             _sgd_update(params, grads, buffers, config)
             if callback is not None:
                 callback(step, stacked, masks)
@@ -358,30 +381,42 @@ def _as_tensors(x: Any, y: Any, model: nn.Module, device: torch.device) -> tuple
     return xs, ys
 
 
-def _noisy_mean(total: Tensor, config: DPSGDConfig, generator: torch.Generator, denom: float) -> Tensor:
-    """(Σ clipped + N(0, σ²C²)) / qN for one parameter of one model."""
-    if config.noise_multiplier > 0.0:
-        noise = torch.randn(total.shape, generator=generator, device=total.device, dtype=total.dtype)
-        total = total + noise * (config.noise_multiplier * config.clip_norm)
-    return total / denom
+def _include_mask(include: Any, shape: tuple[int, ...], device: torch.device) -> Tensor | None:
+    """``include`` as a boolean tensor broadcastable to ``shape`` (None: every row is in)."""
+    if include is None:
+        return None
+    keep = torch.as_tensor(np.asarray(include) if not isinstance(include, Tensor) else include).to(device=device)
+    if keep.dtype != torch.bool:
+        raise TypeError(f"include must be boolean, got dtype {keep.dtype}.")
+    if keep.shape != torch.Size(shape) and keep.shape != torch.Size(shape[-1:]):
+        raise ValueError(f"include must have shape {shape[-1:]} or {shape}, got {tuple(keep.shape)}.")
+    return keep
 
 
-def _ensemble_noisy_means(
-    sums: list[Tensor], config: DPSGDConfig, generators: Sequence[torch.Generator], denom: float
+def _noisy_means(
+    sums: list[Tensor], config: DPSGDConfig, generators: Sequence[torch.Generator], denom: float, *, stacked: bool
 ) -> list[Tensor]:
-    """Per model k, the noise of every parameter in order from generator k (the order :func:`train` uses).
+    """(Σ clipped + N(0, σ²C²)) / qN for every parameter; ``sums`` hold (K, ...) stacks when K generators are given.
 
-    The draws fill one (K, ...) buffer per parameter in place (``normal_`` draws exactly what ``randn`` does), and
-    the arithmetic runs once on the stacked tensors instead of K × (number of parameters) small calls.
+    Model k's noise is ONE standard-normal vector for all its trainable parameters together (laid out in
+    ``named_parameters`` order), drawn from generator k in a single call: :func:`train` (K = 1, unstacked) and
+    :func:`train_ensemble` draw exactly the same numbers, and K models cost K draws per step, not K × (number of
+    parameters) small ones.
     """
     if config.noise_multiplier == 0.0:
         return [s / denom for s in sums]
-    noise = [torch.empty_like(s) for s in sums]
-    for k, g in enumerate(generators):
-        for z in noise:
-            z[k].normal_(generator=g)
+    lead = (len(generators),) if stacked else ()
+    sizes = [s[0].numel() if stacked else s.numel() for s in sums]
+    ref = sums[0]
+    noise = torch.empty((*lead, sum(sizes)), dtype=ref.dtype, device=ref.device)
+    if stacked:
+        for k, g in enumerate(generators):
+            noise[k].normal_(generator=g)
+    else:
+        noise.normal_(generator=generators[0])
     scale = config.noise_multiplier * config.clip_norm
-    return [(s + z * scale) / denom for s, z in zip(sums, noise, strict=True)]
+    chunks = noise.split(sizes, dim=-1)
+    return [(s + z.view_as(s) * scale) / denom for s, z in zip(sums, chunks, strict=True)]
 
 
 def _sgd_update(

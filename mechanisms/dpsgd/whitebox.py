@@ -10,6 +10,7 @@ the canary's coordinate, larger for members.  Only those m coordinates are recor
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,9 +23,36 @@ from analysis._checks import check_membership
 from mechanisms.dpsgd.clipping import trainable_parameters
 from mechanisms.dpsgd.devices import make_generator
 from mechanisms.dpsgd.digits import DigitsDPSGD, load_digits_tensors
-from mechanisms.dpsgd.train import poisson_mask, train
+from mechanisms.dpsgd.train import poisson_mask, train, train_ensemble
 
 __all__ = ["DPSGDWhiteBox", "load_digits_tensors"]
+
+
+def _generators(rng: np.random.Generator) -> tuple[torch.Generator, torch.Generator, torch.Generator]:
+    """A release's three streams (initialisation, training, canary sampling), from the release's rng."""
+    seeds = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(3)
+    init_gen, train_gen, canary_gen = (make_generator(s, "cpu") for s in seeds)
+    return init_gen, train_gen, canary_gen
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Setup:
+    """What a release with m canaries trains on: the padded inputs and the canaries' coordinates."""
+
+    m: int
+    n_inputs: int
+    coords: Tensor
+    x: Tensor
+    y: Tensor
+
+    def canary_gradients(self, values: Tensor, params: Sequence[Tensor], batch: int | None = None) -> list[Tensor]:
+        """``values`` (m,) or (K, m) placed on the canaries' coordinates, split into per-parameter tensors."""
+        sizes = [p.numel() for p in params]
+        lead = () if batch is None else (batch,)
+        vector = torch.zeros((*lead, sum(sizes)), dtype=torch.float64)
+        vector[..., self.coords] = values
+        chunks = vector.split(sizes, dim=-1)
+        return [chunk.reshape(*lead, *p.shape) for chunk, p in zip(chunks, params, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,42 +88,82 @@ class DPSGDWhiteBox(DigitsDPSGD):
     def release(self, data: Any, *, rng: np.random.Generator) -> NDArray[np.float64]:
         """Train once with the member canaries; return each canary's summed descent along its coordinate."""
         bits = check_membership("data", data)
-        m = bits.shape[0]
-        seeds = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(3)
-        init_gen, train_gen, canary_gen = (make_generator(s, "cpu") for s in seeds)
-        # The canaries live on the first-layer weights of extra input features that are 0 for every real example,
-        # so the data never moves their coordinates: each one sees only its canary and the noise.
-        width = 10 if self.model == "logistic" else 32
-        extra = max(1, math.ceil(m / width))
-        model = self.build_model(64 + extra, init_gen)
+        setup = self._setup(bits.shape[0])
+        init_gen, train_gen, canary_gen = _generators(rng)
+        model = self.build_model(setup.n_inputs, init_gen)
         params = [p for _, p in trainable_parameters(model)]
-        sizes = [p.numel() for p in params]
-        rows, cols = np.meshgrid(np.arange(width), 64 + np.arange(extra), indexing="xy")
-        coords = torch.as_tensor((rows * (64 + extra) + cols).reshape(-1)[:m])  # W[row, col] of the first layer
-        x, y = load_digits_tensors(self.train_rows)
-        x = torch.cat([x, torch.zeros(x.shape[0], extra, dtype=x.dtype)], dim=1)
         members = torch.as_tensor(bits)
-        config = self.training_config()
-
-        def flat() -> Tensor:
-            return params[0].detach().reshape(-1)[coords].clone()
 
         def inject(step: int) -> list[Tensor]:
-            sampled = poisson_mask(m, self.sampling_rate, canary_gen) & members
-            vector = torch.zeros(sum(sizes), dtype=torch.float64)
-            vector[coords] = sampled.to(torch.float64) * self.clip_norm
-            return [chunk.reshape(p.shape) for chunk, p in zip(vector.split(sizes), params, strict=True)]
+            sampled = poisson_mask(setup.m, self.sampling_rate, canary_gen) & members
+            return setup.canary_gradients(sampled.to(torch.float64) * self.clip_norm, params)
+
+        def flat() -> Tensor:
+            return params[0].detach().reshape(-1)[setup.coords].clone()
 
         previous = [flat()]
-        descent = torch.zeros(m, dtype=torch.float64)
+        descent = torch.zeros(setup.m, dtype=torch.float64)
 
         def record(step: int, model: nn.Module, mask: Tensor) -> None:
             now = flat()
             descent.add_(previous[0] - now)
             previous[0] = now
 
-        train(model, x, y, config, generator=train_gen, callback=record, inject=inject)
+        train(model, setup.x, setup.y, self.training_config(), generator=train_gen, callback=record, inject=inject)
         return descent.numpy().copy()
+
+    def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[NDArray[np.float64]]:
+        """K independent releases trained at once (:func:`train_ensemble`), each equal to ``release(d, rng=r)``."""
+        bits = self.run_bits(data, rngs)
+        if not bits:
+            return []
+        setup = self._setup(bits[0].shape[0])
+        gens = [_generators(r) for r in rngs]
+        models = [self.build_model(setup.n_inputs, init) for init, _, _ in gens]
+        names = [name for name, _ in trainable_parameters(models[0])]
+        members = torch.as_tensor(np.stack(bits))
+        k = len(models)
+
+        def inject(step: int) -> list[Tensor]:
+            sampled = torch.stack([poisson_mask(setup.m, self.sampling_rate, g) for _, _, g in gens]) & members
+            return setup.canary_gradients(sampled.to(torch.float64) * self.clip_norm, params_like, batch=k)
+
+        params_like = [p for _, p in trainable_parameters(models[0])]
+        first = names[0]
+        coords = setup.coords
+
+        def flat(stacked: Any) -> Tensor:
+            return stacked[first].detach().reshape(k, -1)[:, coords].clone()
+
+        previous = [flat({first: torch.stack([dict(m.named_parameters())[first].detach() for m in models])})]
+        descent = torch.zeros((k, setup.m), dtype=torch.float64)
+
+        def record(step: int, stacked: Any, masks: Tensor) -> None:
+            now = flat(stacked)
+            descent.add_(previous[0] - now)
+            previous[0] = now
+
+        train_ensemble(
+            models,
+            setup.x,
+            setup.y,
+            self.training_config(),
+            generators=[g for _, g, _ in gens],
+            callback=record,
+            inject=inject,
+        )
+        return [row.numpy().copy() for row in descent]
+
+    def _setup(self, m: int) -> _Setup:
+        # The canaries live on the first-layer weights of extra input features that are 0 for every real example,
+        # so the data never moves their coordinates: each one sees only its canary and the noise.
+        width = 10 if self.model == "logistic" else 32
+        extra = max(1, math.ceil(m / width))
+        rows, cols = np.meshgrid(np.arange(width), 64 + np.arange(extra), indexing="xy")
+        coords = torch.as_tensor((rows * (64 + extra) + cols).reshape(-1)[:m])  # W[row, col] of the first layer
+        x, y = load_digits_tensors(self.train_rows)
+        x = torch.cat([x, torch.zeros(x.shape[0], extra, dtype=x.dtype)], dim=1)
+        return _Setup(m=m, n_inputs=64 + extra, coords=coords, x=x, y=y)
 
     @property
     def expected_batch(self) -> float:

@@ -14,7 +14,7 @@ from games.config import ConfigError, load_config, parse_config
 from games.registry import MECHANISMS
 
 BAD_INPUTS = [
-    ({"game": {"name": "two-run"}}, r"\[game\] game name must be one of one-run, got 'two-run'"),
+    ({"game": {"name": "two-run"}}, r"\[game\] game name must be one of multi-run, one-run, got 'two-run'"),
     (
         {"mechanism": {"name": "laplace"}},
         r"mechanism name must be one of dpsgd-blackbox, dpsgd-whitebox, gaussian, randomized-response, got 'laplace'",
@@ -47,7 +47,7 @@ BAD_INPUTS = [
 MISSING = [
     (("experiment.seed",), r"\[experiment\] seed is missing"),
     (("mechanism.epsilon",), r"randomized-response needs the parameter 'epsilon'"),
-    (("game.name",), r"\[game\] name is missing; registered games: one-run"),
+    (("game.name",), r"\[game\] name is missing; registered games: multi-run, one-run"),
     (("attack",), r"missing section \[attack\]"),
 ]
 

@@ -12,7 +12,7 @@ from mechanisms import Mechanism, RandomizedResponse
 
 
 def test_builtins_registered():
-    assert GAMES.names() == ["one-run"]
+    assert GAMES.names() == ["multi-run", "one-run"]
     assert MECHANISMS.names() == ["dpsgd-blackbox", "dpsgd-whitebox", "gaussian", "randomized-response"]
     assert ATTACKS.names() == ["identity", "negative-loss"]
     assert MECHANISMS.get("randomized-response") is RandomizedResponse

@@ -306,3 +306,54 @@ def test_bad_clip_norm_is_refused(clip_norm: float) -> None:
     model, x, y = _case("logistic")
     with pytest.raises(ValueError, match=r"^clip_norm must be"):
         clipped_gradient_sum(model, cross_entropy, x, y, clip_norm)
+
+
+def _stack(models: list[nn.Module]) -> dict[str, Tensor]:
+    names = [n for n, _ in trainable_parameters(models[0])]
+    return {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]) for n in names}
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh", "gelu"])
+@pytest.mark.parametrize("build", ["mlp", "logistic"])
+def test_linear_chain_fast_path_equals_the_vmap_path(activation: str, build: str) -> None:
+    """Plain Linear/activation chains take batched matmuls instead of vmap; both give the same sums (1e-10)."""
+    gens = [torch.Generator().manual_seed(s) for s in range(3)]
+    if build == "mlp":
+        models = [mlp((5, 7, 6, 3), generator=g, activation=activation, dtype=F64) for g in gens]
+    else:
+        models = [logistic_regression(5, 3, generator=g, dtype=F64) for g in gens]
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(3, 8, 5, generator=g, dtype=F64) * 3
+    y = torch.randint(0, 3, (3, 8), generator=g)
+    weights = (torch.arange(8) < torch.tensor([[8], [5], [1]])).to(F64)
+    with GhostClipper(models[0]) as clipper:
+        assert clipper._chain is not None
+        clipper.discover(x[0])
+        fast = clipper.clip_ensemble(_stack(models), x, y, cross_entropy, 0.5, weights)
+        clipper._chain = None  # force the general vmap path
+        slow = clipper.clip_ensemble(_stack(models), x, y, cross_entropy, 0.5, weights)
+    for a, b in zip(fast, slow, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=TOL)
+    assert any(float(a.abs().max()) > 0 for a in fast)
+
+
+def test_only_plain_linear_chains_take_the_fast_path() -> None:
+    g = torch.Generator().manual_seed(0)
+
+    class MySequential(nn.Sequential):
+        pass
+
+    frozen = mlp((4, 3, 2), generator=g, dtype=F64)
+    frozen[0].bias.requires_grad_(False)
+    cases = {
+        "mlp": (mlp((4, 3, 2), generator=g, dtype=F64), True),
+        "linear": (logistic_regression(4, 2, generator=g, dtype=F64), True),
+        "in-place activation": (nn.Sequential(nn.ReLU(inplace=True), nn.Linear(4, 2).double()), False),
+        "subclass": (MySequential(nn.Linear(4, 2).double()), False),
+        "layer norm": (nn.Sequential(nn.Linear(4, 3).double(), nn.LayerNorm(3).double()), False),
+        "frozen bias": (frozen, False),
+        "cnn": (digits_cnn(generator=g, channels=(2, 2), dtype=F64), False),
+    }
+    for name, (model, fast) in cases.items():
+        with GhostClipper(model) as clipper:
+            assert (clipper._chain is not None) == fast, name

@@ -133,3 +133,54 @@ def test_ensemble_argument_errors() -> None:
         train_ensemble([_mlp(gens[0]), mlp([6, 5, 3], generator=gens[1], dtype=F64)], x, y, config, generators=gens)
     with pytest.raises(TypeError, match=r"^generators\[1\] must be a torch.Generator"):
         train_ensemble(_mlp, x, y, config, generators=[gens[0], 3])  # type: ignore[list-item]
+
+
+def test_include_excludes_rows_without_changing_the_stream() -> None:
+    """Rows left out are never sampled; the rows kept see exactly the batches (and noise) of the full run."""
+    x, y = _data(40, 6, 3, seed=2)
+    config = DPSGDConfig(sampling_rate=0.3, noise_multiplier=1.0, clip_norm=0.5, steps=6, learning_rate=0.1)
+    include = torch.ones((2, 40), dtype=torch.bool)
+    include[0, 30:] = False
+    include[1, :5] = False
+    full_masks: list[Tensor] = []
+    gens = [make_generator(s) for s in (8, 9)]
+    train_ensemble(_mlp, x, y, config, generators=gens, callback=lambda s, p, b: full_masks.append(b.clone()))
+    masks: list[Tensor] = []
+    seeds = (8, 9)
+    models = train_ensemble(
+        _mlp, x, y, config, generators=[make_generator(s) for s in seeds], include=include,
+        callback=lambda s, p, b: masks.append(b.clone()),
+    )  # fmt: skip
+    for full, kept in zip(full_masks, masks, strict=True):
+        assert torch.equal(kept, full & include)
+    for k, seed in enumerate(seeds):  # and each model equals train() with its own include row
+        gen = make_generator(seed)
+        alone = train(_mlp(gen), x, y, config, generator=gen, include=include[k])
+        for p, q in zip(alone.parameters(), models[k].parameters(), strict=True):
+            torch.testing.assert_close(q.detach(), p.detach(), rtol=0, atol=TOL)
+
+
+def test_inject_adds_per_model_gradients_before_the_noise() -> None:
+    x, y = _data(10, 6, 3)
+    config = DPSGDConfig(sampling_rate=0.5, noise_multiplier=0.0, clip_norm=1.0, steps=1, learning_rate=1.0)
+    gens = [make_generator(s) for s in (1, 2)]
+    base = train_ensemble(_mlp, x, y, config, generators=gens)
+    shapes = [p.shape for p in base[0].parameters()]
+    extra = [torch.stack([torch.full(s, 1.0, dtype=F64), torch.full(s, 2.0, dtype=F64)]) for s in shapes]
+    gens = [make_generator(s) for s in (1, 2)]
+    injected = train_ensemble(_mlp, x, y, config, generators=gens, inject=lambda step: extra)
+    for k in range(2):
+        for p, q in zip(base[k].parameters(), injected[k].parameters(), strict=True):
+            torch.testing.assert_close(p.detach() - q.detach(), torch.full_like(p, (k + 1) / 5.0), rtol=0, atol=TOL)
+
+
+def test_include_errors() -> None:
+    x, y = _data(10, 6, 3)
+    config = DPSGDConfig(sampling_rate=0.5, noise_multiplier=1.0, clip_norm=1.0, steps=1, learning_rate=0.1)
+    with pytest.raises(TypeError, match="include must be boolean"):
+        train(_mlp(make_generator(0)), x, y, config, generator=make_generator(0), include=np.ones(10))
+    with pytest.raises(ValueError, match=r"include must have shape \(10,\) or \(2, 10\), got \(3, 10\)"):
+        train_ensemble(
+            _mlp, x, y, config, generators=[make_generator(0), make_generator(1)],
+            include=np.ones((3, 10), dtype=bool),
+        )  # fmt: skip

@@ -98,3 +98,19 @@ def test_quick_experiment_stays_below_the_pld_epsilon(tmp_path):
     summary, _ = summarise_results(str(tmp_path / "r"))
     assert (summary["epsilon_lb_max"] < summary["epsilon_analytic"]).all()
     assert summary["epsilon_lb_median"].is_monotonic_increasing
+
+
+@pytest.mark.parametrize("model", ["logistic", "mlp"])
+def test_release_runs_equals_separate_releases(model):
+    """K releases trained at once (train_ensemble) equal K separate releases with the same rngs (float64, 1e-10)."""
+    mech = DPSGDWhiteBox(noise_multiplier=0.8, steps=15, train_rows=200, sampling_rate=0.2, model=model)
+    bits = [np.random.default_rng(k).random(40) < 0.5 for k in range(4)]
+    batched = mech.release_runs(bits, rngs=[np.random.default_rng(50 + k) for k in range(4)])
+    for k, b in enumerate(bits):
+        alone = mech.release(b, rng=np.random.default_rng(50 + k))
+        np.testing.assert_allclose(batched[k], alone, rtol=0, atol=1e-10)
+    assert mech.release_runs([], rngs=[]) == []
+    with pytest.raises(ValueError, match="same number of canaries in every run"):
+        mech.release_runs([bits[0], bits[1][:5]], rngs=[np.random.default_rng(0), np.random.default_rng(1)])
+    with pytest.raises(ValueError, match="one rng per input"):
+        mech.release_runs(bits, rngs=[np.random.default_rng(0)])

@@ -1,0 +1,133 @@
+"""The multi-run game: validation, balanced seeded membership, batching through release_runs, pooled analysis,
+and (slow) soundness of the per-trial Clopper–Pearson bound end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from attacks import Identity
+from games import AnalysisSettings, MultiRunGame, TrialOutcome
+from mechanisms import GaussianMechanism, RandomizedResponse
+from mechanisms._base import check_runs
+
+SEED = np.random.SeedSequence(321, spawn_key=(0, 2))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"runs": 1}, ValueError, "runs must be an integer >= 2, got 1"),
+        ({"runs": 4.0}, TypeError, "runs must be an integer, got 4.0"),
+        ({"thresholds": 0}, ValueError, "thresholds must be an integer >= 1, got 0"),
+    ],
+)
+def test_validation(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        MultiRunGame(**kwargs)
+
+
+def test_frozen_and_picklable():
+    game = MultiRunGame(runs=10)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        game.runs = 5  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(game)) == game
+
+
+@pytest.mark.parametrize("runs", [2, 7, 64])
+def test_membership_is_balanced_shuffled_and_reproducible(runs):
+    game = MultiRunGame(runs=runs)
+    a = game.play(RandomizedResponse(epsilon=1.0), Identity(), seed=SEED)
+    b = game.play(RandomizedResponse(epsilon=1.0), Identity(), seed=SEED)
+    assert a.scores.shape == a.membership.shape == (runs,)
+    assert a.membership.sum() == (runs + 1) // 2
+    np.testing.assert_array_equal(a.scores, b.scores)
+    np.testing.assert_array_equal(a.membership, b.membership)
+
+
+def test_runs_are_independent_releases_of_one_canary():
+    """Run j is mechanism.release([bit_j]) with the j-th child of the mechanism stream (whatever the batching)."""
+    game = MultiRunGame(runs=6)
+    mech = GaussianMechanism(sigma=1.0)
+    outcome = game.play(mech, Identity(), seed=SEED)
+    from games._base import role_seeds
+
+    children = role_seeds(SEED, 3)[1].spawn(6)
+    expected = [mech.release(np.array([b]), rng=np.random.default_rng(s))[0] for b, s in zip(outcome.membership, children)]
+    np.testing.assert_array_equal(outcome.scores, expected)
+
+
+def test_default_release_runs_loops_and_checks():
+    mech = RandomizedResponse(epsilon=0.5)
+    data = [np.array([True, False]), np.array([False, False])]
+    runs = mech.release_runs(data, rngs=[np.random.default_rng(1), np.random.default_rng(2)])
+    for d, seed, out in zip(data, (1, 2), runs):
+        np.testing.assert_array_equal(out, mech.release(d, rng=np.random.default_rng(seed)))
+    with pytest.raises(ValueError, match="one rng per input, got 2 inputs and 1 rngs"):
+        mech.release_runs(data, rngs=[np.random.default_rng(1)])
+    with pytest.raises(TypeError, match=r"rngs\[0\] must be a numpy.random.Generator"):
+        check_runs(data[:1], [3])
+
+
+def test_trial_and_pooled_analysis():
+    game = MultiRunGame(runs=200)
+    settings = AnalysisSettings(confidence=0.95)
+    mech = RandomizedResponse(epsilon=3.0)
+    outcomes = [game.play(mech, Identity(), seed=s) for s in np.random.SeedSequence(5).spawn(4)]
+    rows = []
+    for t, (o, s) in enumerate(zip(outcomes, np.random.SeedSequence(5).spawn(4))):
+        metrics = game.analyse_trial(o, settings, seed=s)
+        assert metrics["n_in"] == 100 and metrics["n_runs"] == 200
+        assert 0.0 < metrics["epsilon_lb"] < 3.0
+        rows.append({"trial": t, "epsilon_analytic": 3.0, **metrics})
+    summary = game.summarise(pd.DataFrame(rows), settings, lambda t: outcomes[t])
+    assert summary["n_runs"] == 800 and summary["n_trials"] == 4
+    # pooling 800 runs beats every single trial's 200
+    assert summary["epsilon_lb"] > summary["epsilon_lb_max"]
+    assert summary["epsilon_lb"] < 3.0
+    assert summary["tightness"] == pytest.approx(summary["epsilon_lb"] / 3.0)
+    assert 0.0 < summary["fpr_ub"] < 0.1 and 0.0 < summary["fnr_ub"] < 0.1
+
+
+def test_outcome_type():
+    outcome = MultiRunGame(runs=4).play(RandomizedResponse(epsilon=1.0), Identity(), seed=SEED)
+    assert isinstance(outcome, TrialOutcome)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("confidence", [0.95, 0.7])
+def test_trial_bound_soundness_on_randomized_response(confidence):
+    """Over R = 400 trials of 400 runs each, the count of per-trial bounds above ε = 1 passes the binomial test of
+    STYLE.md (randomized response with the identity attack is the worst case of a one-canary test)."""
+    game = MultiRunGame(runs=400, thresholds=1)
+    settings = AnalysisSettings(confidence=confidence)
+    violations = 0
+    r = 400
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in np.random.SeedSequence(20261130).spawn(r):
+            outcome = game.play(RandomizedResponse(epsilon=1.0), Identity(), seed=seed)
+            violations += game.analyse_trial(outcome, settings, seed=seed)["epsilon_lb"] > 1.0
+    p = stats.binomtest(violations, r, 1 - confidence, alternative="greater").pvalue
+    assert p > 1e-3, f"{violations}/{r} bounds above ε = 1 at confidence {confidence}"
+
+
+@pytest.mark.slow
+def test_point_estimate_is_caught():
+    """Meta-test: the same check rejects the empirical ε̂ = ln((1 − FNR)/FPR) without confidence intervals."""
+    game = MultiRunGame(runs=400)
+    violations = 0
+    r = 400
+    for seed in np.random.SeedSequence(20261130).spawn(r):
+        outcome = game.play(RandomizedResponse(epsilon=1.0), Identity(), seed=seed)
+        guess = outcome.scores > 0.5
+        fpr = guess[~outcome.membership].mean()
+        fnr = (~guess[outcome.membership]).mean()
+        violations += np.log((1 - fnr) / fpr) > 1.0
+    assert stats.binomtest(violations, r, 0.05, alternative="greater").pvalue <= 1e-3
