@@ -10,8 +10,8 @@ replaying the game.
 How the games to come fit
 -------------------------
 - one-run (Steinke et al.): a trial = one mechanism run over m canaries; ``analyse_trial`` gives its ε bound.
-- multi-run (classic): a trial = one run with or without the target; ``summarise`` pools every trial's score of
-  a grid point into FPR/FNR and one Clopper–Pearson bound (reading raw scores through ``load_outcome``).
+- multi-run (classic): a trial = K runs with or without the target; ``summarise`` pools every run of a grid point
+  into FPR/FNR and one Clopper–Pearson bound (reading raw scores through ``load_outcome``).
 - record-level (Krčo et al.) and LiRA: a trial = one target model or synthetic table; ``TrialOutcome.arrays``
   carries per-record scores and ids, ``summarise`` computes per-record risk, TPR at fixed FPR, calibration.
 - PANORAMIA: a trial = one audit with generated non-members; ``arrays`` holds baseline and MIA scores,

@@ -7,6 +7,8 @@ Usage::
     privgame list
     privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid]
     privgame ladder --plot FILE [--mu 1 2 4] [--n N] [--delta D] [--confidence C]
+    privgame synth --generator NAME [--param K=V ...] [--data adult] [--train-rows N] [--sample] [--rows N]
+                   [--seed S] --out FILE.csv|.parquet [--report]
 
 A bad config or argument prints one line ``privgame: error: ...`` and exits with status 2 before any trial runs.
 """
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.reporting import TABLE_FORMATS, format_table, plot_lower_bounds
+from games import synth_cli
 
 __all__ = ["main"]
 
@@ -82,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     lad.add_argument("--seed", type=int, default=0)
     lad.add_argument("--format", choices=TABLE_FORMATS, default="table")
 
+    synth_cli.add_parser(sub)
     sub.add_parser("list", help="list the registered games, mechanisms and attacks")
     return parser
 
@@ -198,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "list": _cmd_list,
         "validate": _cmd_validate,
         "ladder": _cmd_ladder,
+        "synth": synth_cli.run,
     }
     try:
         return commands[args.command](args)

@@ -23,6 +23,7 @@ from games._base import Game
 from games.multi_run import MultiRunGame
 from games.one_run import OneRunGame
 from mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
+from mechanisms.synth import BayNet, PrivBayes, Synthpop
 
 __all__ = ["ATTACKS", "GAMES", "MECHANISMS", "Registry", "UnknownNameError", "summary_line"]
 
@@ -119,6 +120,9 @@ GAMES.register(OneRunGame)
 GAMES.register(MultiRunGame)
 MECHANISMS.register(RandomizedResponse)
 MECHANISMS.register(GaussianMechanism)
+MECHANISMS.register(Synthpop)
+MECHANISMS.register(BayNet)
+MECHANISMS.register(PrivBayes)
 ATTACKS.register(Identity)
 ATTACKS.register(NegativeLoss)
 

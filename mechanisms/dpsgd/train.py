@@ -18,8 +18,9 @@ and floating-point Gaussian samples are not cryptographically sound (cf. Mironov
 auditing experiments.
 
 Randomness: the run's ``torch.Generator`` (on the training device) gives, per step and in this order, the N
-uniforms of the Poisson sample and then, in one call, the Gaussian noise of all trainable parameters as one vector
-laid out in ``named_parameters`` order.  Models are initialised (by :mod:`mechanisms.dpsgd.models`) from the same generator before training.
+uniforms of the Poisson sample and then, in one call, the Gaussian noise of all trainable parameters as one
+vector laid out in ``named_parameters`` order.  Models are initialised (by :mod:`mechanisms.dpsgd.models`) from
+the same generator before training.
 
 References
 ----------

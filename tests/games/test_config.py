@@ -17,7 +17,8 @@ BAD_INPUTS = [
     ({"game": {"name": "two-run"}}, r"\[game\] game name must be one of multi-run, one-run, got 'two-run'"),
     (
         {"mechanism": {"name": "laplace"}},
-        r"mechanism name must be one of dpsgd-blackbox, dpsgd-whitebox, gaussian, randomized-response, got 'laplace'",
+        r"mechanism name must be one of baynet, dpsgd-blackbox, dpsgd-whitebox, gaussian, privbayes, "
+        r"randomized-response, synthpop, got 'laplace'",
     ),
     ({"attack": {"name": "lira"}}, r"\[attack\] attack name must be one of identity, negative-loss, got 'lira'"),
     ({"mechanism": {"epsilon": "one"}}, r"\[mechanism\] randomized-response: epsilon must be a real number, got 'one'"),

@@ -59,7 +59,10 @@ def test_runs_are_independent_releases_of_one_canary():
     from games._base import role_seeds
 
     children = role_seeds(SEED, 3)[1].spawn(6)
-    expected = [mech.release(np.array([b]), rng=np.random.default_rng(s))[0] for b, s in zip(outcome.membership, children)]
+    expected = [
+        mech.release(np.array([b]), rng=np.random.default_rng(s))[0]
+        for b, s in zip(outcome.membership, children, strict=True)
+    ]
     np.testing.assert_array_equal(outcome.scores, expected)
 
 
@@ -67,7 +70,7 @@ def test_default_release_runs_loops_and_checks():
     mech = RandomizedResponse(epsilon=0.5)
     data = [np.array([True, False]), np.array([False, False])]
     runs = mech.release_runs(data, rngs=[np.random.default_rng(1), np.random.default_rng(2)])
-    for d, seed, out in zip(data, (1, 2), runs):
+    for d, seed, out in zip(data, (1, 2), runs, strict=True):
         np.testing.assert_array_equal(out, mech.release(d, rng=np.random.default_rng(seed)))
     with pytest.raises(ValueError, match="one rng per input, got 2 inputs and 1 rngs"):
         mech.release_runs(data, rngs=[np.random.default_rng(1)])
@@ -81,7 +84,7 @@ def test_trial_and_pooled_analysis():
     mech = RandomizedResponse(epsilon=3.0)
     outcomes = [game.play(mech, Identity(), seed=s) for s in np.random.SeedSequence(5).spawn(4)]
     rows = []
-    for t, (o, s) in enumerate(zip(outcomes, np.random.SeedSequence(5).spawn(4))):
+    for t, (o, s) in enumerate(zip(outcomes, np.random.SeedSequence(5).spawn(4), strict=True)):
         metrics = game.analyse_trial(o, settings, seed=s)
         assert metrics["n_in"] == 100 and metrics["n_runs"] == 200
         assert 0.0 < metrics["epsilon_lb"] < 3.0

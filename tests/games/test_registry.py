@@ -13,14 +13,17 @@ from mechanisms import Mechanism, RandomizedResponse
 
 def test_builtins_registered():
     assert GAMES.names() == ["multi-run", "one-run"]
-    assert MECHANISMS.names() == ["dpsgd-blackbox", "dpsgd-whitebox", "gaussian", "randomized-response"]
+    assert MECHANISMS.names() == [
+        "baynet", "dpsgd-blackbox", "dpsgd-whitebox", "gaussian", "privbayes", "randomized-response", "synthpop"
+    ]  # fmt: skip
     assert ATTACKS.names() == ["identity", "negative-loss"]
     assert MECHANISMS.get("randomized-response") is RandomizedResponse
 
 
 def test_unknown_name_lists_registered_names():
     with pytest.raises(
-        UnknownNameError, match="mechanism name must be one of dpsgd-blackbox, dpsgd-whitebox, gaussian, randomized"
+        UnknownNameError,
+        match="mechanism name must be one of baynet, dpsgd-blackbox, dpsgd-whitebox, gaussian, privbayes, random",
     ):
         MECHANISMS.get("x")
 

@@ -8,6 +8,7 @@ import dataclasses
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis.accounting import PrivacyClaim
@@ -17,6 +18,7 @@ from games.registry import ATTACKS, GAMES, MECHANISMS, summary_line
 from mechanisms import GaussianMechanism, RandomizedResponse
 from mechanisms.dpsgd.blackbox import DPSGDBlackBox
 from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
+from mechanisms.synth import BayNet, PrivBayes, Synthpop
 
 EXAMPLES = {
     ("game", "one-run"): OneRunGame(m=100, k_pos=10, k_neg=10),
@@ -25,11 +27,24 @@ EXAMPLES = {
     ("mechanism", "gaussian"): GaussianMechanism(sigma=1.0),
     ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=1.0, steps=5, train_rows=100),
     ("mechanism", "dpsgd-blackbox"): DPSGDBlackBox(noise_multiplier=1.0, steps=5, train_rows=100),
+    ("mechanism", "synthpop"): Synthpop(),
+    ("mechanism", "baynet"): BayNet(k=2),
+    ("mechanism", "privbayes"): PrivBayes(epsilon=1.0, k=1, ranges={"age": (17, 90)}),
     ("attack", "negative-loss"): NegativeLoss(),
     ("attack", "identity"): Identity(),
 }
 REGISTERED = [(r.kind, name) for r in (GAMES, MECHANISMS, ATTACKS) for name in r.names()]
-BITS = {"canary-bits": np.random.default_rng(0).random(200) < 0.5}
+_TABLE_RNG = np.random.default_rng(0)
+BITS = {
+    "canary-bits": _TABLE_RNG.random(200) < 0.5,
+    "table": pd.DataFrame(
+        {
+            "age": _TABLE_RNG.integers(17, 91, 200),
+            "sex": pd.Categorical(_TABLE_RNG.choice(["Female", "Male"], 200), categories=["Female", "Male"]),
+            "grade": pd.Categorical(_TABLE_RNG.choice(list("abcd"), 200), categories=list("abcde")),
+        }
+    ),
+}
 
 
 def test_every_registered_component_has_an_example():
@@ -50,7 +65,11 @@ def test_frozen_picklable_hashable_described(key):
 
 
 def _release_values(release):
-    """A comparable view of a release (a model release is compared through its canaries' losses)."""
+    """A comparable view of a release (a model release through its canaries' losses, a table as numbers)."""
+    if isinstance(release, pd.DataFrame):
+        return np.column_stack(
+            [release[c].cat.codes if release[c].dtype == "category" else release[c] for c in release]
+        )
     return release.losses(np.arange(BITS["canary-bits"].size)) if hasattr(release, "losses") else release
 
 
@@ -71,7 +90,8 @@ def test_mechanism_reproducible_from_rng_and_states_a_claim(name):
 def test_release_runs_equals_separate_releases(name):
     """Batched runs (the multi-run game's path) give what separate releases give, whatever the mechanism."""
     mechanism = EXAMPLES[("mechanism", name)]
-    data = [BITS[mechanism.input_kind], ~BITS[mechanism.input_kind]] if mechanism.input_kind == "canary-bits" else []
+    first = BITS[mechanism.input_kind]
+    data = [first, ~first] if mechanism.input_kind == "canary-bits" else [first, first.iloc[::-1]]
     batched = mechanism.release_runs(data, rngs=[np.random.default_rng(3), np.random.default_rng(4)])
     for d, seed, release in zip(data, (3, 4), batched, strict=True):
         alone = mechanism.release(d, rng=np.random.default_rng(seed))

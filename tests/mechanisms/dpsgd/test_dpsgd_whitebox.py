@@ -74,7 +74,9 @@ def test_full_batch_single_step_is_sound(confidence):
     R = 200 audits the count of bounds above the PLD ε passes the binomial test of STYLE.md."""
     mech = DPSGDWhiteBox(epsilon=2.0, delta=1e-5, sampling_rate=1.0, steps=1, train_rows=100)
     truth = mech.privacy_claim().epsilon(1e-5)
-    game = OneRunGame(m=1000, k_pos=100, k_neg=100)
+    # m = 5,000 and k± = 100: the one-run bound on a Gaussian mechanism at ε = 2 reaches about half of ε here
+    # (m = 1,000 gives about 0.3 of it: the estimator's limit, Steinke et al. Fig. 2), so violations are possible.
+    game = OneRunGame(m=5000, k_pos=100, k_neg=100)
     settings = AnalysisSettings(confidence=confidence, delta=1e-5)
     bounds = []
     with warnings.catch_warnings():
@@ -84,7 +86,7 @@ def test_full_batch_single_step_is_sound(confidence):
             bounds.append(game.analyse_trial(outcome, settings, seed=seed)["epsilon_lb"])
     violations = int(np.sum(np.array(bounds) > truth))
     assert stats.binomtest(violations, 200, 1 - confidence, alternative="greater").pvalue > 1e-3
-    assert np.median(bounds) > 0.3 * truth  # the worst case is audited closely, not vacuously
+    assert np.median(bounds) > 0.4 * truth  # the worst case is audited closely, not vacuously
 
 
 @pytest.mark.slow
