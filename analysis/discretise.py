@@ -248,8 +248,8 @@ def check_table(name: str, data: Any) -> pd.DataFrame:
     Raises
     ------
     TypeError
-        If ``data`` is not a DataFrame, or a column has an unsupported dtype (object, string, bool, datetime,
-        pandas' nullable extension types...).
+        If ``data`` is not a DataFrame, a column name is not a ``str``, or a column has an unsupported dtype
+        (object, string, bool, datetime, pandas' nullable extension types...).
     ValueError
         If it has no rows or no columns, duplicate column names, or missing / non-finite values.
     """
@@ -259,6 +259,10 @@ def check_table(name: str, data: Any) -> pd.DataFrame:
         raise ValueError(f"{name} must have at least one row and one column, got shape {data.shape}.")
     if not data.columns.is_unique:
         raise ValueError(f"{name} must have unique column names, got {list(data.columns)}.")
+    unnamed = [column for column in data.columns if not isinstance(column, str)]
+    if unnamed:
+        # the codes are labelled by str(column): any other label would not survive the round trip
+        raise TypeError(f"{name} must have str column names, got {unnamed[0]!r} ({type(unnamed[0]).__name__}).")
     for column, dtype in data.dtypes.items():
         if isinstance(dtype, pd.CategoricalDtype):
             if len(dtype.categories) == 0:

@@ -253,6 +253,15 @@ def test_missing_values_and_duplicate_names_are_refused() -> None:
         check_table("data", pd.DataFrame([[1, 2]], columns=["a", "a"]))
 
 
+@pytest.mark.parametrize("columns", [[0, 1], ["a", 1], [("a", "b"), "c"]])
+def test_non_str_column_names_are_refused(columns: list[object]) -> None:
+    # the bins are labelled by str(name): PrivBayes and BayNet used to fail later with a misleading column mismatch
+    # ("data must have the columns ['0', '1'], got [0, 1]") and could not return the input's column labels
+    df = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]], columns=columns)
+    with pytest.raises(TypeError, match="must have str column names"):
+        discretise(df, method="quantile")
+
+
 def test_numeric_column_without_public_range_is_refused() -> None:
     with pytest.raises(ValueError, match=r"numeric column 'score' needs a public range"):
         fixed_bins(_frame(), {k: v for k, v in RANGES.items() if k != "score"}, 5)

@@ -33,3 +33,10 @@ def test_quick_experiment_stays_below_the_pld_epsilon(tmp_path, name, column):
     assert len(summary) == 4
     assert (summary[column] < summary["epsilon_analytic"]).all(), summary[[column, "epsilon_analytic"]]
     assert summary[column].iloc[-1] > 0  # at ε = 8 every audit finds something
+
+
+@pytest.mark.slow  # the DP-SGD configs calibrate σ for each ε when they load (seconds each)
+@pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_shipped_experiment_config_is_valid(path):
+    config = load_config(path)
+    assert config.name == path.stem and len(config.grid) >= 1
