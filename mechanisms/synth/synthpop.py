@@ -423,7 +423,8 @@ def _remove_lindep(real: dict[Hashable, _Column], predictors: list[Hashable], ta
     x = np.stack([real[c].num for c in predictors], axis=1)
     y = target.class_codes.astype(np.float64) if target.is_class else target.num
     with np.errstate(invalid="ignore", divide="ignore"):
-        keep = x.var(axis=0, ddof=1) > _LINDEP_EPS
+        # R: var() of a single row is NA, which drops the predictor (numpy would warn and return NaN)
+        keep = x.var(axis=0, ddof=1) > _LINDEP_EPS if x.shape[0] > 1 else np.zeros(x.shape[1], dtype=bool)
         xc = x - x.mean(axis=0)
         yc = y - y.mean()
         cor = (xc * yc[:, None]).sum(axis=0) / np.sqrt((xc * xc).sum(axis=0) * (yc * yc).sum())

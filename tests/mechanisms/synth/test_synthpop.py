@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
+import warnings
 from typing import Any
 
 import numpy as np
@@ -536,6 +537,15 @@ def test_other_dtypes_ordered_bool_float_and_unused_categories() -> None:
     assert out["grade"].cat.ordered and list(out["grade"].cat.categories) == ["lo", "mid", "hi", "top"]
     assert "top" not in set(out["grade"])
     assert set(out["x"]) <= set(df["x"])
+
+
+def test_a_single_row_is_synthesised_without_warnings() -> None:
+    # remove.lindep.syn on one row: R's var() is NA (predictor dropped); numpy's ddof=1 variance used to warn
+    df = pd.DataFrame({"a": pd.Categorical(["x"], categories=["x", "y"]), "b": [3], "c": [0.5]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = Synthpop(n_rows=4).release(df, rng=np.random.default_rng(0))
+    pd.testing.assert_frame_equal(out, df.iloc[[0] * 4].reset_index(drop=True))
 
 
 def test_constant_and_duplicated_columns() -> None:
