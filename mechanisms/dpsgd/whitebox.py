@@ -4,7 +4,8 @@ Canary i is a gradient that is zero except C at one coordinate c_i of the flatte
 on m distinct coordinates).  A member canary (S_i = 1) is inserted as an already-clipped example: each step it is
 sampled with probability q, like every training example, and when sampled its gradient is added to the clipped
 sum before the noise.  The release is, per canary, Σ_t (θ_t − θ_{t+1})[c_i]: how far training descended along
-the canary's coordinate, larger for members.  Only those m coordinates are recorded per step.
+the canary's coordinate, larger for members.  The sum telescopes to (θ_0 − θ_T)[c_i], so only the m canary
+coordinates before and after training are read: no per-step recording is needed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from numpy.typing import NDArray
-from torch import Tensor, nn
+from torch import Tensor
 
 from analysis._checks import check_membership
 from mechanisms.dpsgd.clipping import trainable_parameters
@@ -98,19 +99,9 @@ class DPSGDWhiteBox(DigitsDPSGD):
             sampled = poisson_mask(setup.m, self.sampling_rate, canary_gen) & members
             return setup.canary_gradients(sampled.to(torch.float64) * self.clip_norm, params)
 
-        def flat() -> Tensor:
-            return params[0].detach().reshape(-1)[setup.coords].clone()
-
-        previous = [flat()]
-        descent = torch.zeros(setup.m, dtype=torch.float64)
-
-        def record(step: int, model: nn.Module, mask: Tensor) -> None:
-            now = flat()
-            descent.add_(previous[0] - now)
-            previous[0] = now
-
-        train(model, setup.x, setup.y, self.training_config(), generator=train_gen, callback=record, inject=inject)
-        return descent.numpy().copy()
+        before = params[0].detach().reshape(-1)[setup.coords].clone()
+        train(model, setup.x, setup.y, self.training_config(), generator=train_gen, inject=inject)
+        return (before - params[0].detach().reshape(-1)[setup.coords]).numpy().copy()
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[NDArray[np.float64]]:
         """K independent releases trained at once (:func:`train_ensemble`), each equal to ``release(d, rng=r)``."""
@@ -120,39 +111,22 @@ class DPSGDWhiteBox(DigitsDPSGD):
         setup = self._setup(bits[0].shape[0])
         gens = [_generators(r) for r in rngs]
         models = [self.build_model(setup.n_inputs, init) for init, _, _ in gens]
-        names = [name for name, _ in trainable_parameters(models[0])]
         members = torch.as_tensor(np.stack(bits))
+        template = [p for _, p in trainable_parameters(models[0])]
         k = len(models)
 
         def inject(step: int) -> list[Tensor]:
             sampled = torch.stack([poisson_mask(setup.m, self.sampling_rate, g) for _, _, g in gens]) & members
-            return setup.canary_gradients(sampled.to(torch.float64) * self.clip_norm, params_like, batch=k)
+            return setup.canary_gradients(sampled.to(torch.float64) * self.clip_norm, template, batch=k)
 
-        params_like = [p for _, p in trainable_parameters(models[0])]
-        first = names[0]
-        coords = setup.coords
+        def coordinates() -> Tensor:  # (K, m): each model's canary coordinates of its first-layer weight
+            return torch.stack([trainable_parameters(m)[0][1].detach().reshape(-1)[setup.coords] for m in models])
 
-        def flat(stacked: Any) -> Tensor:
-            return stacked[first].detach().reshape(k, -1)[:, coords].clone()
-
-        previous = [flat({first: torch.stack([dict(m.named_parameters())[first].detach() for m in models])})]
-        descent = torch.zeros((k, setup.m), dtype=torch.float64)
-
-        def record(step: int, stacked: Any, masks: Tensor) -> None:
-            now = flat(stacked)
-            descent.add_(previous[0] - now)
-            previous[0] = now
-
+        before = coordinates()
         train_ensemble(
-            models,
-            setup.x,
-            setup.y,
-            self.training_config(),
-            generators=[g for _, g, _ in gens],
-            callback=record,
-            inject=inject,
+            models, setup.x, setup.y, self.training_config(), generators=[g for _, g, _ in gens], inject=inject
         )
-        return [row.numpy().copy() for row in descent]
+        return [row.numpy().copy() for row in before - coordinates()]
 
     def _setup(self, m: int) -> _Setup:
         # The canaries live on the first-layer weights of extra input features that are 0 for every real example,
