@@ -43,10 +43,9 @@ from scipy import optimize, special
 
 from analysis._checks import check_confidence, check_counts, check_delta, check_int, check_real
 from analysis._result import AuditResult, prepare_one_run, result_from_choice
+from analysis.one_run import _choose_and_count, _guess_counts
 from analysis.thresholds import (
     ThresholdStrategy,
-    quantile_thresholds,
-    symmetric_quantile_pairs,
 )
 
 __all__ = [
@@ -1006,11 +1005,9 @@ def audit_scores(
     ``P[result.epsilon > ε] <= 1 - confidence``; each threshold candidate is tested at the per-test significance of
     the strategy (Algorithm 3 of arXiv:2410.22235, union bound or split).
     """
-    from analysis.one_run import _counts_one_sided, _counts_two_sided
-
     ins, outs, conf, d, strategy = prepare_one_run(in_scores, out_scores, confidence, delta, threshold, two_sided)
     fam = _resolve_family(family, d)
-    counts = _counts_two_sided if two_sided else _counts_one_sided
+    counts = _guess_counts(two_sided)
     audits: dict[tuple[int, int, int, float], FdpAudit] = {}
 
     def audit(m: int, r: int, v: int, beta: float) -> FdpAudit:
@@ -1040,16 +1037,9 @@ def audit_scores(
             best = max(best, result.parameter)
         return out
 
-    choice = strategy.choose(
-        ins,
-        outs,
-        beta=1.0 - conf,
-        candidates=symmetric_quantile_pairs if two_sided else quantile_thresholds,
-        bounds=bounds,
-    )
-    a, b = choice.in_scores, choice.out_scores
-    r, v = counts(np.sort(a), np.sort(b), [choice.threshold])
-    best = audit(a.size + b.size, int(r[0]), int(v[0]), choice.beta_per_test)
+    choice, r, v = _choose_and_count(strategy, ins, outs, confidence=conf, two_sided=two_sided, bounds=bounds)
+    size = choice.in_scores.size + choice.out_scores.size
+    best = audit(size, r, v, choice.beta_per_test)
     return result_from_choice(
         choice,
         method=f"{METHOD}, family {fam.name}{', two-sided' if two_sided else ''}",
@@ -1058,9 +1048,9 @@ def audit_scores(
         confidence=conf,
         delta=d,
         details={
-            "m": a.size + b.size,
-            "r": int(r[0]),
-            "v": int(v[0]),
+            "m": size,
+            "r": r,
+            "v": v,
             "parameter": best.parameter,
             "parameter_name": best.parameter_name,
             "family": fam.name,

@@ -35,6 +35,8 @@ from analysis._checks import (
 )
 from analysis._result import AuditResult, prepare_one_run, result_from_choice
 from analysis.thresholds import (
+    BoundsFn,
+    ThresholdChoice,
     ThresholdStrategy,
     quantile_thresholds,
     symmetric_quantile_pairs,
@@ -425,6 +427,34 @@ def _counts_one_sided(
     return tp + fp, tp
 
 
+def _guess_counts(two_sided: bool) -> Callable[..., tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """The (r, v) counter of one-sided thresholds or of two-sided ``(t_low, t_high)`` pairs."""
+    return _counts_two_sided if two_sided else _counts_one_sided
+
+
+def _choose_and_count(
+    strategy: ThresholdStrategy,
+    in_scores: NDArray[np.float64],
+    out_scores: NDArray[np.float64],
+    *,
+    confidence: float,
+    two_sided: bool,
+    bounds: BoundsFn,
+) -> tuple[ThresholdChoice, int, int]:
+    """A one-run audit's threshold choice (quantile thresholds, or symmetric pairs when two-sided) and the (r, v)
+    of the guesses at the chosen threshold on the part it is bounded on; shared by this module and :mod:`analysis.fdp`.
+    """
+    choice = strategy.choose(
+        in_scores,
+        out_scores,
+        beta=1.0 - confidence,
+        candidates=symmetric_quantile_pairs if two_sided else quantile_thresholds,
+        bounds=bounds,
+    )
+    r, v = _guess_counts(two_sided)(np.sort(choice.in_scores), np.sort(choice.out_scores), [choice.threshold])
+    return choice, int(r[0]), int(v[0])
+
+
 def _counts_two_sided(
     in_sorted: NDArray[np.float64], out_sorted: NDArray[np.float64], pairs: Sequence[Any]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -501,7 +531,7 @@ def audit_scores(
     """
     ins, outs, conf, d, strategy = prepare_one_run(in_scores, out_scores, confidence, delta, threshold, two_sided)
     m = ins.size + outs.size
-    counts = _counts_two_sided if two_sided else _counts_one_sided
+    counts = _guess_counts(two_sided)
 
     def bounds(
         a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
@@ -509,17 +539,10 @@ def audit_scores(
         r, v = counts(np.sort(a), np.sort(b), cands)
         return best_of_bounds(a.size + b.size, r, v, delta=d, beta=beta)
 
-    choice = strategy.choose(
-        ins,
-        outs,
-        beta=1.0 - conf,
-        candidates=symmetric_quantile_pairs if two_sided else quantile_thresholds,
-        bounds=bounds,
-    )
+    choice, r, v = _choose_and_count(strategy, ins, outs, confidence=conf, two_sided=two_sided, bounds=bounds)
     message = warn_delta_term(m, d, choice.beta_per_test)
     if message:
         warnings.warn(message, UserWarning, stacklevel=2)
-    r, v = counts(np.sort(choice.in_scores), np.sort(choice.out_scores), [choice.threshold])
     return result_from_choice(
         choice,
         method=f"one-run{' two-sided' if two_sided else ''} (Steinke et al. 2023, arXiv:2305.08846)",
@@ -527,5 +550,5 @@ def audit_scores(
         n_out=outs.size,
         confidence=conf,
         delta=d,
-        details={"m": choice.in_scores.size + choice.out_scores.size, "r": int(r[0]), "v": int(v[0])},
+        details={"m": choice.in_scores.size + choice.out_scores.size, "r": r, "v": v},
     )
