@@ -40,7 +40,10 @@ import numpy as np
 import pandas as pd
 
 from analysis._checks import check_int
+from analysis.fidelity import fidelity_report
+from games.config import ConfigError, _build, _freeze, _resolve
 from games.datasets import load_adult, load_compas, public_domain
+from games.registry import MECHANISMS
 
 if TYPE_CHECKING:
     from mechanisms._base import Mechanism
@@ -110,9 +113,7 @@ def parse_value(text: str) -> Any:
             return float(text)
         except ValueError:
             return text
-    from games.config import _freeze  # lists become tuples, as in a config
-
-    return _freeze(value)
+    return _freeze(value)  # lists become tuples, as in a config
 
 
 def parse_params(items: Sequence[str]) -> dict[str, Any]:
@@ -140,8 +141,6 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
 
 def table_generators() -> list[str]:
     """Names of the registered mechanisms that take a table and release a table, sorted."""
-    from games.registry import MECHANISMS
-
     return [name for name, cls in MECHANISMS if _is_table_mechanism(cls)]
 
 
@@ -168,9 +167,6 @@ def build_generator(
         For an unknown name (the message lists the table generators), a mechanism that is not a table generator,
         an unknown or invalid parameter, or ``n_rows`` for a generator without that parameter.
     """
-    from games.config import ConfigError, _build, _resolve
-    from games.registry import MECHANISMS
-
     generators = table_generators()
     if name not in MECHANISMS:
         listed = ", ".join(generators) or "(none registered)"
@@ -295,8 +291,6 @@ def run(args: argparse.Namespace) -> int:
         f"in {seconds:.2f} s -> {out}"
     )
     if args.report:
-        from analysis.fidelity import fidelity_report
-
         report = fidelity_report(train, synthetic, test=test, target=target if test is not None else None)
         print(report)
         document = {
