@@ -1,20 +1,45 @@
-"""The interface every attack implements.
+"""The interface every attack implements, and what a fitted attack is.
 
-An attack is a frozen, picklable dataclass of its parameters.  ``fit(knowledge, rng=...)`` prepares it from what
-the game lets the adversary know (shadow data, the mechanism's public description; ``None`` when there is nothing
-to learn) and returns the fitted attack; ``score(release, targets)`` returns one float64 score per target,
-higher meaning "more likely a member".  ``accepts`` lists the mechanisms' ``release_kind`` values it can score.
+An attack is a frozen, picklable dataclass of its parameters only.  ``fit(knowledge, rng=...)`` learns from what
+the game lets the adversary know (an :class:`attacks.knowledge.Knowledge`: auxiliary data, the target, the
+released dataset's size, black-box access to the mechanism; ``None`` when the game offers nothing) and returns a
+*fitted attack*, a separate object holding what was learned (a trained classifier, per-target statistics).
+Attacks with nothing to learn are their own fitted attack: ``fit`` returns ``self``.
+
+A fitted attack answers ``score(release, targets)``: one float64 per target, higher meaning "more likely a
+member"; and ``threshold``: the score at or above which it guesses "member" (fixed at fit time, from the
+adversary's own data, never from the game's secret), used by games that report an accuracy.
+
+Class attributes checked before any work runs: ``accepts`` (the mechanisms' ``release_kind`` values it can score)
+and ``needs`` (the knowledge it requires: ``"nothing"``, or ``"auxiliary"`` for shadow-modelling attacks, which
+only games that hand out auxiliary data and black-box access can play).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Self
+from abc import ABC
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Attack"]
+__all__ = ["KNOWLEDGE_KINDS", "Attack", "FittedAttack"]
+
+KNOWLEDGE_KINDS = ("nothing", "auxiliary")
+
+
+@runtime_checkable
+class FittedAttack(Protocol):
+    """What ``Attack.fit`` returns: a scorer with a decision threshold."""
+
+    @property
+    def threshold(self) -> float:
+        """Guess "member" when the score is at least this."""
+        ...
+
+    def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Scores of shape ``(len(targets),)``, float64, higher = member."""
+        ...
 
 
 class Attack(ABC):
@@ -24,11 +49,17 @@ class Attack(ABC):
 
     name: ClassVar[str]
     accepts: ClassVar[frozenset[str]]
+    needs: ClassVar[str] = "nothing"
 
-    def fit(self, knowledge: Any, *, rng: np.random.Generator) -> Self:
-        """Prepare the attack from the adversary's knowledge; the default has nothing to learn."""
+    @property
+    def threshold(self) -> float:
+        """The decision threshold of an attack that is its own fitted attack (scores ≥ 0.5 guess "member")."""
+        return 0.5
+
+    def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
+        """Learn from the adversary's knowledge; the default has nothing to learn and returns ``self``."""
         return self
 
-    @abstractmethod
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
-        """Scores of shape ``(len(targets),)``, float64, higher = member."""
+        """Score without fitting: only attacks with nothing to learn (``needs == "nothing"``) implement this."""
+        raise TypeError(f"attack {self.name!r} must be fitted first: call fit(knowledge, rng=...) and score with that.")

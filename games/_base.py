@@ -30,10 +30,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from analysis._checks import check_confidence, check_delta, check_membership, check_scores
+from analysis.cache import ArtefactCache
 from attacks._base import Attack
 from mechanisms._base import Mechanism
 
-__all__ = ["AnalysisSettings", "Game", "TrialOutcome", "role_seeds"]
+__all__ = ["AnalysisSettings", "Game", "TrialContext", "TrialOutcome", "role_seeds"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,29 @@ class TrialOutcome:
             raise ValueError(f"arrays must not use the reserved names {sorted(reserved)}.")
 
 
+@dataclass(frozen=True)
+class TrialContext:
+    """What the runner lends a trial besides its seed: the artefact cache and a progress callback.
+
+    Neither may change a trial's numbers: a cached artefact equals the recomputed one, and progress only reports.
+
+    Attributes
+    ----------
+    cache : ArtefactCache or None, default=None
+        Where expensive artefacts (generator runs, shadow tables) are cached by content; ``None``: no cache.
+    progress : callable or None, default=None
+        Called with the number of mechanism runs just finished (for the "runs" progress line).
+    """
+
+    cache: ArtefactCache | None = None
+    progress: Callable[[int], None] | None = None
+
+    def advance(self, k: int) -> None:
+        """Report ``k`` finished mechanism runs."""
+        if self.progress is not None:
+            self.progress(k)
+
+
 def role_seeds(seed: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:
     """The ``n`` role streams of a trial, always the same for the same trial seed.
 
@@ -100,6 +124,7 @@ class Game(ABC):
 
     name: ClassVar[str]
     input_kinds: ClassVar[frozenset[str]]  # the mechanism input kinds this game can build
+    knowledge: ClassVar[frozenset[str]] = frozenset({"nothing"})  # what it can tell the adversary (Attack.needs)
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
         """Why this game cannot play ``mechanism`` with ``attack``, or ``None`` if it can.
@@ -117,15 +142,36 @@ class Game(ABC):
                 f"attack '{attack.name}' scores releases of kind {sorted(attack.accepts)}, "
                 f"but mechanism '{mechanism.name}' releases '{mechanism.release_kind}'"
             )
+        if attack.needs not in self.knowledge:
+            return (
+                f"attack '{attack.name}' needs {attack.needs} knowledge (auxiliary data and black-box access), "
+                f"which game '{self.name}' does not give; games that do: the record-level games"
+            )
         return None
+
+    def trials_per_point(self) -> int | None:
+        """How many trials each grid point has, when the game fixes it (one per target record); ``None``: the
+        config's ``repetitions``."""
+        return None
+
+    def mechanism_runs(self, attack: Attack) -> int:
+        """Mechanism runs per trial that report progress (0: none reported, the trial is the unit)."""
+        return 0
 
     def supports(self, mechanism: Mechanism, attack: Attack) -> bool:
         """Whether this game can play ``mechanism`` with ``attack``."""
         return self.incompatibility(mechanism, attack) is None
 
     @abstractmethod
-    def play(self, mechanism: Mechanism, attack: Attack, *, seed: np.random.SeedSequence) -> TrialOutcome:
-        """Play one trial with all randomness drawn from ``seed``."""
+    def play(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        context: TrialContext | None = None,
+    ) -> TrialOutcome:
+        """Play one trial with all randomness drawn from ``seed`` (``context``: cache and progress only)."""
 
     @abstractmethod
     def analyse_trial(
@@ -141,3 +187,10 @@ class Game(ABC):
         load_outcome: Callable[[int], TrialOutcome],
     ) -> dict[str, float | int]:
         """Summary columns for one grid point from its trials' rows (raw outcomes through ``load_outcome``)."""
+
+    def record_rows(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> list[dict[str, Any]]:
+        """Per-record rows of one trial (record id, game, risk metrics, intervals): the results directory's long
+        ``records`` table.  Games without per-record results return none."""
+        return []

@@ -3,7 +3,8 @@
 Usage::
 
     privgame run CONFIG.toml --out DIR [--n-jobs N] [--force] [--no-progress] [--dask-scheduler ADDRESS]
-    privgame report DIR [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
+                 [--cache-dir DIR | --no-cache]
+    privgame report DIR [--records] [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
     privgame list
     privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid]
     privgame ladder --plot FILE [--mu 1 2 4] [--n N] [--delta D] [--confidence C]
@@ -21,7 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.reporting import TABLE_FORMATS, format_table, plot_lower_bounds
+from analysis.reporting import TABLE_FORMATS, format_table
 from games import synth_cli
 
 __all__ = ["main"]
@@ -56,11 +57,28 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="run on a dask.distributed scheduler ('local' for a local one)",
     )
+    caching = run.add_mutually_exclusive_group()
+    caching.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="artefact cache for generator runs and shadow tables (default: $PRIVGAME_CACHE_DIR or ~/.cache/privgame)",
+    )
+    caching.add_argument("--no-cache", action="store_true", help="cache nothing (recompute every artefact)")
 
     report = sub.add_parser("report", help="summarise a results directory")
     report.add_argument("results", help="results directory written by `privgame run`")
+    report.add_argument(
+        "--records",
+        action="store_true",
+        help="one row per (record, game) of a record-level game instead of per grid point",
+    )
     report.add_argument("--format", choices=TABLE_FORMATS, default="table", help="table format (default: table)")
-    report.add_argument("--plot", metavar="FILE", help="also draw the lower bound against the analytic ε")
+    report.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the game's figure (ε lower bound against the analytic ε; for record games, the "
+        "model-seeded against the traditional AUC per record)",
+    )
     report.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
     report.add_argument(
         "--ladder", metavar="FILE", help="also draw every estimator's bound on the stored scores (the estimator ladder)"
@@ -97,6 +115,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.n_jobs == 0 or args.n_jobs < -1:
         raise ValueError(f"--n-jobs must be a positive integer or -1, got {args.n_jobs}.")
     config = load_config(args.config)
+    cache = None
+    if not args.no_cache:
+        from analysis.cache import ArtefactCache, default_cache_dir
+
+        cache = ArtefactCache(args.cache_dir if args.cache_dir is not None else default_cache_dir())
     start = time.perf_counter()
     store = run_experiment(
         config,
@@ -106,6 +129,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         force=args.force,
         progress=not args.no_progress,
         dask_scheduler=args.dask_scheduler,
+        cache=cache,
     )
     print(
         f"{config.name}: {config.n_trials} trials in {store.root} "
@@ -115,25 +139,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from games.report import summarise_results
+    from games.report import plot_results, records_results, summarise_results
 
     summary, swept = summarise_results(args.results)
-    text = format_table(summary, args.format)
+    table = records_results(args.results) if args.records else summary
+    text = format_table(table, args.format)
     if args.output:
         Path(args.output).write_text(text)
     else:
         sys.stdout.write(text)
     if args.plot:
-        group_by = [c for c in swept if not c.startswith("mechanism.")]
-        path = plot_lower_bounds(summary, args.plot, group_by=group_by, title=Path(args.results).name)
+        path = plot_results(args.results, summary, swept, args.plot)
         print(f"figure written to {path}", file=sys.stderr)
     if args.ladder:
         from analysis.ladder import plot_ladder
         from games.report import ladder_results
 
-        table = ladder_results(args.results)
-        sys.stdout.write("\n" + format_table(table, args.format))
-        print(f"ladder written to {plot_ladder(table, args.ladder, title=Path(args.results).name)}", file=sys.stderr)
+        ladder = ladder_results(args.results)
+        sys.stdout.write("\n" + format_table(ladder, args.format))
+        print(f"ladder written to {plot_ladder(ladder, args.ladder, title=Path(args.results).name)}", file=sys.stderr)
     return 0
 
 

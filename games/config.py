@@ -22,6 +22,7 @@ import importlib
 import itertools
 import json
 import tomllib
+import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ class ExperimentConfig:
     seed : int
         Root seed; trial (g, j) gets ``SeedSequence(seed).spawn(n_grid)[g].spawn(repetitions)[j]``.
     repetitions : int
-        Trials per grid point.
+        Trials per grid point (a record game fixes it: one trial per target).
     plugins : tuple of str
         Modules imported before names are resolved (they register their own components).
     analysis : AnalysisSettings
@@ -180,7 +181,7 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
     return ExperimentConfig(
         name=name,
         seed=seed,
-        repetitions=repetitions,
+        repetitions=_repetitions(repetitions, grid),
         plugins=plugins,
         analysis=analysis,
         swept=tuple(f"{s}.{k}" for s, k, _ in sweeps),
@@ -189,7 +190,7 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
     )
 
 
-def _parse_experiment(section: Mapping[str, Any]) -> tuple[str, int, int, tuple[str, ...]]:
+def _parse_experiment(section: Mapping[str, Any]) -> tuple[str, int, int | None, tuple[str, ...]]:
     for key in section:
         if key not in _EXPERIMENT_KEYS:
             raise ConfigError(f"[experiment] unknown key {key!r}; allowed keys: {', '.join(_EXPERIMENT_KEYS)}.")
@@ -203,10 +204,29 @@ def _parse_experiment(section: Mapping[str, Any]) -> tuple[str, int, int, tuple[
         raise ConfigError(f"[experiment] plugins must be a list of module names, got {plugins!r}.")
     try:
         seed = check_int("seed", section["seed"], low=0)
-        repetitions = check_int("repetitions", section.get("repetitions", 1), low=1)
+        repetitions = None if "repetitions" not in section else check_int("repetitions", section["repetitions"], low=1)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[experiment] {exc}") from None
     return name, seed, repetitions, tuple(plugins)
+
+
+def _repetitions(given: int | None, grid: list[GridPoint]) -> int:
+    """The config's repetitions, or the number of trials the game fixes (one per target of a record game)."""
+    fixed = {point.game.trials_per_point() for point in grid} - {None}
+    if not fixed:
+        return 1 if given is None else given
+    if len(fixed) > 1:
+        raise ConfigError(
+            f"[game] every grid point must have the same number of targets, got {sorted(fixed)} "  # type: ignore[type-var]
+            "(sweep the targets in separate experiments)."
+        )
+    count = int(fixed.pop())  # type: ignore[arg-type]
+    if given is not None and given != count:
+        raise ConfigError(
+            f"[experiment] repetitions must be omitted or equal the game's {count} targets (one trial per "
+            f"target), got {given}."
+        )
+    return count
 
 
 def _parse_analysis(section: Mapping[str, Any]) -> AnalysisSettings:
@@ -249,7 +269,12 @@ def _is_sweep(cls: type, key: str, value: Any) -> bool:
     if not isinstance(value, list):
         return False
     hint = typing.get_type_hints(cls).get(key)
-    is_sequence_param = typing.get_origin(hint) in (tuple, list) or hint in (tuple, list)
+    options = (
+        typing.get_args(hint)
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+        else (hint,)
+    )
+    is_sequence_param = any(typing.get_origin(h) in (tuple, list) or h in (tuple, list) for h in options)
     return not is_sequence_param or all(isinstance(v, list) for v in value)
 
 

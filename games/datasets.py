@@ -7,8 +7,8 @@ independent copy, so a caller may mutate what it gets.
 
 Tabular loaders return categorical columns as :class:`pandas.CategoricalDtype` with a category list fixed from
 *public* documentation, never read from the rows, and numeric columns as ``int64``.  The same public domain (category
-lists and numeric ranges) is available without loading any rows from :func:`public_domain`, for generators that must
-not derive their domain from the private sample (PrivBayes, SPEC §7).
+lists, numeric ranges and the public bins of some numeric columns) is available without loading any rows from
+:func:`public_domain`, for generators that must not derive their domain from the private sample (PrivBayes, SPEC §7).
 """
 
 from __future__ import annotations
@@ -26,11 +26,14 @@ from numpy.typing import NDArray
 # The discretisation helper lives in analysis/ (mechanisms use it and may not import games); re-exported here so that
 # a study finds data sets, their public domains and the binning in one place.
 from analysis.discretise import (
+    INTEGERS,
     ColumnBins,
     Discretisation,
+    PublicBins,
     PublicRanges,
     discretise,
     fixed_bins,
+    public_bins,
     public_ranges,
     quantile_bins,
 )
@@ -38,14 +41,18 @@ from analysis.discretise import (
 __all__ = [
     "ADULT_CATEGORIES",
     "ADULT_COLUMNS",
+    "ADULT_PUBLIC_BINS",
     "ADULT_PUBLIC_RANGES",
     "ADULT_SPLITS",
     "COMPAS_CATEGORIES",
     "COMPAS_COLUMNS",
+    "COMPAS_PUBLIC_BINS",
     "COMPAS_PUBLIC_RANGES",
     "DATASETS",
+    "INTEGERS",
     "ColumnBins",
     "Discretisation",
+    "PublicBins",
     "PublicDomain",
     "PublicRanges",
     "adult_public_ranges",
@@ -56,6 +63,7 @@ __all__ = [
     "load_breast_cancer",
     "load_compas",
     "load_digits",
+    "public_bins",
     "public_domain",
     "public_ranges",
     "quantile_bins",
@@ -225,6 +233,24 @@ ADULT_PUBLIC_RANGES: tuple[tuple[str, int, int], ...] = (
 )
 """Public inclusive ``(column, low, high)`` bounds of Adult's numeric columns (sources in ``docs/datasets.md``)."""
 
+# Dollar size classes of the two CPS capital-income amounts: $0 (no such income: most people), round classes above it,
+# and the CPS top code $99,999 as a bin of its own.  Integer edges: (0, 1, ...) makes {0} a bin (see public_bins).
+_ADULT_DOLLARS = (0, 1, 1_000, 5_000, 10_000, 99_999, 99_999)
+
+ADULT_PUBLIC_BINS: tuple[tuple[str, tuple[int, ...] | str], ...] = (
+    # The 16 education levels of adult.names, one bin each.
+    ("education_num", INTEGERS),
+    # {0}, 1-999, 1,000-4,999, 5,000-9,999, 10,000-99,998, {99,999}.
+    ("capital_gain", _ADULT_DOLLARS),
+    ("capital_loss", _ADULT_DOLLARS),
+    # Five-hour bands 1-5, ..., 31-35, then 36-39, 40 alone (the standard full-time week of the US Fair Labor
+    # Standards Act), 41-45, ..., 66-70, and ten-hour bands 71-80, 81-90, 91-99.
+    ("hours_per_week", (1, 6, 11, 16, 21, 26, 31, 36, 40, 41, 46, 51, 56, 61, 66, 71, 81, 91, 99)),
+)
+"""Public bins of some of Adult's numeric columns, as ``(column, spec)`` pairs in column order (see
+:func:`analysis.discretise.public_bins`): knowledge ASSUMED public (CPS coding, the 40-hour week), not read from the
+rows; the reasons are in ``docs/datasets.md``.  The other numeric columns get equal-width bins over their range."""
+
 ADULT_SPLITS: tuple[str, ...] = ("train", "test", "all")
 _ADULT_FILES: Mapping[str, tuple[str, int]] = {
     # file name, lines to skip at the top (the test file starts with "|1x3 Cross validator")
@@ -273,6 +299,21 @@ COMPAS_PUBLIC_RANGES: tuple[tuple[str, int, int], ...] = (
 )
 """Public inclusive ``(column, low, high)`` bounds of the numeric COMPAS columns (sources in ``docs/datasets.md``)."""
 
+_COMPAS_JUVENILE = (0, 1, 2, 3, 5, 10, 25)
+
+COMPAS_PUBLIC_BINS: tuple[tuple[str, tuple[int, ...] | str], ...] = (
+    # Counts: 0 (no record) alone, then small counts one by one and wider classes: {0}, {1}, {2}, 3-4, 5-9, 10-25.
+    ("juv_fel_count", _COMPAS_JUVENILE),
+    ("juv_misd_count", _COMPAS_JUVENILE),
+    ("juv_other_count", _COMPAS_JUVENILE),
+    # {0}, ..., {5}, 6-7, 8-9, 10-14, 15-19, 20-29, 30-50.
+    ("priors_count", (0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50)),
+    # Northpointe's ten deciles, one bin each.
+    ("decile_score", INTEGERS),
+)
+"""Public bins of the COMPAS count and score columns, as ``(column, spec)`` pairs in column order: a count of 0 (no
+record) is a bin of its own.  Assumed public, not read from the rows (``docs/datasets.md``)."""
+
 _COMPAS_FILE = "compas-scores-two-years.csv.gz"
 # Columns ProPublica's analysis filters rows on (compas-analysis notebook, "data cleaning").
 _COMPAS_FILTER_COLUMNS = ("days_b_screening_arrest", "is_recid")
@@ -280,9 +321,9 @@ _COMPAS_FILTER_COLUMNS = ("days_b_screening_arrest", "is_recid")
 
 @dataclass(frozen=True, slots=True)
 class PublicDomain:
-    """The public domain of a tabular data set: column order, category lists and numeric ranges.
+    """The public domain of a tabular data set: column order, category lists, numeric ranges and public bins.
 
-    Hashable, so it (or its ``categories``/``ranges`` tuples) can be a field of a frozen mechanism.
+    Hashable, so it (or its ``categories``/``ranges``/``bins`` tuples) can be a field of a frozen mechanism.
 
     Parameters
     ----------
@@ -294,12 +335,17 @@ class PublicDomain:
         ``(column, categories)`` for each categorical column, in column order.
     ranges : tuple of (str, int, int)
         ``(column, low, high)`` inclusive bounds for each numeric (``int64``) column, in column order.
+    bins : tuple of (str, spec), default=()
+        ``(column, spec)`` public bins of some numeric columns (:func:`analysis.discretise.public_bins`: integer
+        edges within the column's range, a single-value bin such as ``{0}`` included, or ``"integers"``); the
+        binning generators use them instead of equal-width bins (PrivBayes's and BayNet's ``bins``).
     """
 
     name: str
     columns: tuple[str, ...]
     categories: tuple[tuple[str, tuple[str, ...]], ...]
     ranges: tuple[tuple[str, int, int], ...]
+    bins: tuple[tuple[str, tuple[int, ...] | str], ...] = ()
 
     def __post_init__(self) -> None:
         categorical = [column for column, _ in self.categories]
@@ -315,6 +361,9 @@ class PublicDomain:
         for column, low, high in self.ranges:
             if not low <= high:
                 raise ValueError(f"range of {column!r} must have low <= high, got ({low!r}, {high!r}).")
+        for column, spec in public_bins(self.bins, self.ranges):
+            if not isinstance(spec, str) and not all(edge.is_integer() for edge in spec):
+                raise ValueError(f"edges of integer column {column!r} must be integers, got {spec!r}.")
 
     def categories_of(self, column: str) -> tuple[str, ...]:
         """The public category list of a categorical ``column``."""
@@ -340,13 +389,13 @@ class PublicDomain:
 
 
 _DOMAINS: Mapping[str, PublicDomain] = {
-    "adult": PublicDomain("adult", ADULT_COLUMNS, ADULT_CATEGORIES, ADULT_PUBLIC_RANGES),
-    "compas": PublicDomain("compas", COMPAS_COLUMNS, COMPAS_CATEGORIES, COMPAS_PUBLIC_RANGES),
+    "adult": PublicDomain("adult", ADULT_COLUMNS, ADULT_CATEGORIES, ADULT_PUBLIC_RANGES, ADULT_PUBLIC_BINS),
+    "compas": PublicDomain("compas", COMPAS_COLUMNS, COMPAS_CATEGORIES, COMPAS_PUBLIC_RANGES, COMPAS_PUBLIC_BINS),
 }
 
 
 def public_domain(name: str) -> PublicDomain:
-    """Return the public domain (categories and numeric ranges) of a tabular data set.
+    """Return the public domain (categories, numeric ranges and public bins) of a tabular data set.
 
     Parameters
     ----------
@@ -365,6 +414,8 @@ def public_domain(name: str) -> PublicDomain:
     --------
     >>> public_domain("adult").range_of("age")
     (17, 90)
+    >>> dict(public_domain("adult").bins)["capital_gain"][:3]  # 0 is a bin of its own
+    (0, 1, 1000)
     """
     if name not in _DOMAINS:
         raise ValueError(f"name must be one of {', '.join(map(repr, _DOMAINS))}, got {name!r}.")
@@ -463,8 +514,9 @@ def load_adult(split: str = "train") -> pd.DataFrame:
     Notes
     -----
     The files are parsed once per process and cached; a call after the first costs one copy (under a millisecond).
-    Public ranges of the numeric columns are :data:`ADULT_PUBLIC_RANGES`; see ``docs/datasets.md`` for the sources.
-    For a DP generator, bin with ``fixed_bins(frame, ADULT_PUBLIC_RANGES, n_bins)`` (re-exported from
+    Public ranges of the numeric columns are :data:`ADULT_PUBLIC_RANGES`, public bins of four of them
+    :data:`ADULT_PUBLIC_BINS`; see ``docs/datasets.md`` for the sources.  For a DP generator, bin with
+    ``fixed_bins(frame, ADULT_PUBLIC_RANGES, n_bins, ADULT_PUBLIC_BINS)`` (re-exported from
     :mod:`analysis.discretise`).
 
     References

@@ -14,7 +14,7 @@ from analysis._checks import check_int
 from analysis.multi_run import audit_scores
 from analysis.thresholds import Bonferroni
 from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialOutcome, role_seeds
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
 from mechanisms._base import Mechanism
 
 __all__ = ["MultiRunGame"]
@@ -64,7 +64,14 @@ class MultiRunGame(Game):
         object.__setattr__(self, "runs", check_int("runs", self.runs, low=2))
         object.__setattr__(self, "thresholds", check_int("thresholds", self.thresholds, low=1))
 
-    def play(self, mechanism: Mechanism, attack: Attack, *, seed: np.random.SeedSequence) -> TrialOutcome:
+    def play(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        context: TrialContext | None = None,
+    ) -> TrialOutcome:
         seeds = role_seeds(seed, _N_ROLES)
         membership = np.zeros(self.runs, dtype=bool)
         membership[: (self.runs + 1) // 2] = True

@@ -13,7 +13,7 @@ import pandas as pd
 from analysis._checks import check_int
 from analysis.one_run import audit_top_k
 from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialOutcome, role_seeds
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
 from mechanisms._base import Mechanism
 
 __all__ = ["OneRunGame"]
@@ -66,7 +66,14 @@ class OneRunGame(Game):
         object.__setattr__(self, "k_pos", kp)
         object.__setattr__(self, "k_neg", kn)
 
-    def play(self, mechanism: Mechanism, attack: Attack, *, seed: np.random.SeedSequence) -> TrialOutcome:
+    def play(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        context: TrialContext | None = None,
+    ) -> TrialOutcome:
         seeds = role_seeds(seed, _N_ROLES)
         membership = np.random.default_rng(seeds[_MEMBERSHIP]).random(self.m) < 0.5
         release = mechanism.release(membership, rng=np.random.default_rng(seeds[_MECHANISM]))

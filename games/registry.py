@@ -18,10 +18,11 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from attacks import Attack, Identity, NegativeLoss
+from attacks import Attack, ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
 from games._base import Game
 from games.multi_run import MultiRunGame
 from games.one_run import OneRunGame
+from games.record import ModelSeededRecordGame, RecordGames, TraditionalRecordGame
 from mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
 from mechanisms.synth import BayNet, PrivBayes, Synthpop
 
@@ -114,10 +115,13 @@ def summary_line(cls: type) -> str:
 
 GAMES: Registry[Game] = Registry("game", Game)  # type: ignore[type-abstract]
 MECHANISMS: Registry[Mechanism] = Registry("mechanism", Mechanism)  # type: ignore[type-abstract]
-ATTACKS: Registry[Attack] = Registry("attack", Attack)  # type: ignore[type-abstract]
+ATTACKS: Registry[Attack] = Registry("attack", Attack)
 
 GAMES.register(OneRunGame)
 GAMES.register(MultiRunGame)
+GAMES.register(TraditionalRecordGame)
+GAMES.register(ModelSeededRecordGame)
+GAMES.register(RecordGames)
 MECHANISMS.register(RandomizedResponse)
 MECHANISMS.register(GaussianMechanism)
 MECHANISMS.register(Synthpop)
@@ -125,6 +129,10 @@ MECHANISMS.register(BayNet)
 MECHANISMS.register(PrivBayes)
 ATTACKS.register(Identity)
 ATTACKS.register(NegativeLoss)
+ATTACKS.register(CountingQueries)
+ATTACKS.register(Groundhog)
+ATTACKS.register(ClosestDistance)
+ATTACKS.register(ExactCopies)
 
 try:  # DP-SGD needs the optional torch extra
     from mechanisms.dpsgd.blackbox import DPSGDBlackBox

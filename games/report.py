@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 from games.config import ExperimentConfig, parse_config
 from games.store import ResultsStore, StoreError
 
-__all__ = ["ladder_results", "summarise_results"]
+__all__ = ["ladder_results", "plot_results", "records_results", "summarise_results"]
 
 
 def _load(root: str) -> tuple[ResultsStore, dict[str, Any], ExperimentConfig, pd.DataFrame]:
@@ -45,6 +46,49 @@ def summarise_results(root: str) -> tuple[pd.DataFrame, list[str]]:
         summary = point.game.summarise(part, config.analysis, store.load_outcome)
         records.append({**manifest["grid"][int(g)]["params"], **summary})
     return pd.DataFrame.from_records(records), list(config.swept)
+
+
+def records_results(root: str) -> pd.DataFrame:
+    """One row per (record, game) of a record-level game's results: the grid point's swept values, then the
+    per-record metrics (``record, game, selection, auc, auc_low, auc_high, accuracy, ..., epsilon_lb``).
+
+    Raises
+    ------
+    games.store.StoreError
+        If ``root`` holds no per-record results (its game is not a record-level game).
+    """
+    store, manifest, config, _ = _load(root)
+    records = store.records()
+    if records.empty:
+        raise StoreError(
+            f"{root!r} holds no per-record results: --records needs a record-level game "
+            f"(this experiment's game is {config.grid[0].game.name!r})."
+        )
+    params = pd.DataFrame([manifest["grid"][int(g)]["params"] for g in records["grid_point"]])
+    return pd.concat([params.reset_index(drop=True), records.drop(columns=["grid_point"])], axis=1)
+
+
+def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str | Path) -> Path:
+    """Draw the figure of the results' game: the per-record AUC scatter for record-level games, else the ε lower
+    bound against the analytic ε."""
+    from analysis.reporting import plot_lower_bounds
+
+    store = ResultsStore(root)
+    records = store.records()
+    if not records.empty:
+        from analysis.record_risk import plot_risk_scatter
+
+        manifest = store.manifest()
+        labels = {
+            int(g["index"]): ", ".join(f"{k}={v}" for k, v in g["params"].items()) or str(manifest.get("name", ""))
+            for g in manifest["grid"]
+        }
+        records = records.assign(group=[labels[int(g)] for g in records["grid_point"]])
+        if records["group"].nunique() == 1:
+            records = records.drop(columns=["group"])
+        return plot_risk_scatter(records, path, title=Path(root).name)
+    group_by = [c for c in swept if not c.startswith("mechanism.")]
+    return plot_lower_bounds(summary, path, group_by=group_by, title=Path(root).name)
 
 
 def ladder_results(root: str) -> pd.DataFrame:

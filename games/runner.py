@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import json
 import math
+import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +27,8 @@ import joblib
 import numpy as np
 from tqdm.auto import tqdm
 
-from games._base import AnalysisSettings, TrialOutcome
+from analysis.cache import ArtefactCache
+from games._base import AnalysisSettings, TrialContext, TrialOutcome
 from games.config import ExperimentConfig, GridPoint
 from games.store import FORMAT_VERSION, ResultsStore
 
@@ -61,12 +65,38 @@ def _cell(value: Any) -> Any:
     return value if isinstance(value, bool | int | float | str) else str(value)
 
 
+class _ProgressFile:
+    """In the worker: the running count of a trial's finished mechanism runs, rewritten at most once a second."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.done = 0
+        self.last = 0.0
+
+    def __call__(self, k: int) -> None:
+        self.done += k
+        now = time.monotonic()
+        if now - self.last >= 1.0:
+            self.last = now
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            with contextlib.suppress(OSError):  # progress is best effort; it never fails a trial
+                tmp.write_text(json.dumps({"done": self.done}))
+                os.replace(tmp, self.path)
+
+
 def _run_trial(
-    point: GridPoint, trial: Trial, settings: AnalysisSettings, epsilon: float
-) -> tuple[int, dict[str, Any], TrialOutcome]:
+    point: GridPoint,
+    trial: Trial,
+    settings: AnalysisSettings,
+    epsilon: float,
+    cache: ArtefactCache | None = None,
+    progress_path: Path | None = None,
+) -> tuple[int, dict[str, Any], TrialOutcome, list[dict[str, Any]]]:
     start = time.perf_counter()
-    outcome = point.game.play(point.mechanism, point.attack, seed=trial.seed)
+    context = TrialContext(cache=cache, progress=None if progress_path is None else _ProgressFile(progress_path))
+    outcome = point.game.play(point.mechanism, point.attack, seed=trial.seed, context=context)
     metrics = point.game.analyse_trial(outcome, settings, seed=trial.seed)
+    records = point.game.record_rows(outcome, settings, seed=trial.seed)
     row: dict[str, Any] = {
         "trial": trial.index,
         "grid_point": trial.grid_index,
@@ -77,7 +107,55 @@ def _run_trial(
         **metrics,
         "seconds": time.perf_counter() - start,
     }
-    return trial.index, row, outcome
+    return trial.index, row, outcome, records
+
+
+class _RunsBar:
+    """In the parent: a second progress line counting mechanism runs (finished trials' plus running trials' files)."""
+
+    def __init__(self, store: ResultsStore, per_trial: dict[int, int], pending: list[Trial], progress: bool) -> None:
+        self.store = store
+        self.per_trial = per_trial
+        self.pending = {t.index: t for t in pending}
+        self.finished = 0
+        total = sum(per_trial[t.grid_index] for t in pending)
+        self.bar = tqdm(
+            total=total,
+            desc="mechanism runs",
+            unit="run",
+            disable=not progress or total == 0,
+            file=sys.stderr,
+            position=1,
+            leave=False,
+        )
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def finish(self, trial: int) -> None:
+        self.finished += self.per_trial[self.pending[trial].grid_index]
+        self.pending.pop(trial)
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.5):
+            running = 0
+            for index in list(self.pending):
+                with contextlib.suppress(OSError, ValueError):
+                    running += int(json.loads(self.store.progress_path(index).read_text())["done"])
+            value = min(self.finished + running, int(self.bar.total or 0))
+            if value != self.bar.n:
+                self.bar.n = value
+                self.bar.refresh()
+
+    def __enter__(self) -> _RunsBar:
+        if not self.bar.disable:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        self.bar.close()
 
 
 def _manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]:
@@ -133,6 +211,7 @@ def run_experiment(
     force: bool = False,
     progress: bool = True,
     dask_scheduler: str | None = None,
+    cache: ArtefactCache | None = None,
 ) -> ResultsStore:
     """Run (or resume) every trial of ``config`` into the results directory ``out``.
 
@@ -152,6 +231,9 @@ def run_experiment(
         Show a progress bar on stderr.
     dask_scheduler : str or None, default=None
         Address of a ``dask.distributed`` scheduler to run on (``"local"`` starts a local cluster).
+    cache : ArtefactCache or None, default=None
+        The artefact cache lent to every trial (generator runs, shadow tables); ``None``: nothing is cached.
+        Cached artefacts equal recomputed ones, so it never changes a number, only the time.
 
     Returns
     -------
@@ -176,15 +258,25 @@ def run_experiment(
         disable=not progress,
         file=sys.stderr,
     )
-    with bar, _backend(dask_scheduler, n_jobs if n_jobs > 0 else joblib.cpu_count()):
+    per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
+    runs_bar = _RunsBar(store, per_trial, pending, progress)
+    with bar, runs_bar, _backend(dask_scheduler, n_jobs if n_jobs > 0 else joblib.cpu_count()):
         if pending:
             jobs = (
-                joblib.delayed(_run_trial)(config.grid[t.grid_index], t, config.analysis, epsilons[t.grid_index])
+                joblib.delayed(_run_trial)(
+                    config.grid[t.grid_index],
+                    t,
+                    config.analysis,
+                    epsilons[t.grid_index],
+                    cache,
+                    store.progress_path(t.index) if per_trial[t.grid_index] else None,
+                )
                 for t in pending
             )
             parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
-            for index, row, outcome in parallel(jobs):
-                store.write_trial(index, row, outcome)
+            for index, row, outcome, records in parallel(jobs):
+                store.write_trial(index, row, outcome, records)
+                runs_bar.finish(index)
                 bar.update(1)
     store.write_results()
     return store

@@ -7,11 +7,15 @@ Layout (documented for users in ``docs/results.md``)::
       manifest.json         format version, config hash, parsed config, grid, analytic ε per grid point
       trials/trial-NNNNNN.parquet   one row per finished trial (the completion marker)
       raw/trial-NNNNNN.npz          that trial's raw arrays: scores, membership, extras
+      records/trial-NNNNNN.parquet  that trial's per-record rows (record-level games only)
+      progress/trial-NNNNNN.json    mechanism runs done in a trial still running (progress lines only)
       results.parquet       all rows in trial order, rewritten whenever a run completes
+      records.parquet       all per-record rows (record, game, risk metrics, intervals), if any
 
 Every file is written to a temporary name and renamed into place, so a killed run leaves no partial file; the
-raw arrays are written before the row, so a row always has its arrays.  On resume, a trial whose row exists is
-skipped, and any other trial is (re)played from its own seed: the final results equal an uninterrupted run's.
+raw arrays and per-record rows are written before the row, so a row always has them.  On resume, a trial whose
+row exists is skipped, and any other trial is (re)played from its own seed: the final results equal an
+uninterrupted run's.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ __all__ = ["FORMAT_VERSION", "ResultsStore", "StoreError"]
 
 FORMAT_VERSION = 1
 _MANIFEST = "manifest.json"
-_OWNED = ("config.toml", _MANIFEST, "trials", "raw", "results.parquet")
+_OWNED = ("config.toml", _MANIFEST, "trials", "raw", "records", "progress", "results.parquet", "records.parquet")
 
 
 class StoreError(ValueError):
@@ -94,7 +98,7 @@ class ResultsStore:
                         f"hash {str(old.get('config_hash'))[:12]}, this one {manifest['config_hash'][:12]}); "
                         "use --force to delete them and start over, or choose another --out."
                     )
-        for sub in ("trials", "raw"):
+        for sub in ("trials", "raw", "records", "progress"):
             (path / sub).mkdir(parents=True, exist_ok=True)
             for stale in (path / sub).glob(".*.tmp"):  # left by a run killed while writing
                 stale.unlink(missing_ok=True)
@@ -136,6 +140,19 @@ class ResultsStore:
         table = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")
         return table.to_pandas().sort_values("trial", kind="stable").reset_index(drop=True)
 
+    def records(self) -> pd.DataFrame:
+        """Every written per-record row (with its ``trial`` and ``grid_point``), in trial order; empty if none."""
+        done = self.done()
+        paths = sorted(p for p in (self.root / "records").glob("trial-*.parquet") if int(p.stem.split("-")[1]) in done)
+        if not paths:
+            return pd.DataFrame()
+        table = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")
+        return table.to_pandas().sort_values(["trial", "game"], kind="stable").reset_index(drop=True)
+
+    def progress_path(self, trial: int) -> Path:
+        """Where a running trial reports its finished mechanism runs."""
+        return self.root / "progress" / f"trial-{trial:06d}.json"
+
     def load_outcome(self, trial: int) -> TrialOutcome:
         """The raw arrays of one trial."""
         with np.load(self._raw_path(trial)) as data:
@@ -143,8 +160,14 @@ class ResultsStore:
         return TrialOutcome(scores=arrays.pop("scores"), membership=arrays.pop("membership"), arrays=arrays)
 
     # -- writing -------------------------------------------------------------------------------------------
-    def write_trial(self, trial: int, row: Mapping[str, Any], outcome: TrialOutcome) -> None:
-        """Write one trial's raw arrays, then its row (which marks it done)."""
+    def write_trial(
+        self,
+        trial: int,
+        row: Mapping[str, Any],
+        outcome: TrialOutcome,
+        records: list[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Write one trial's raw arrays and per-record rows, then its row (which marks it done)."""
 
         def write_raw(p: Path) -> None:
             with p.open("wb") as fh:
@@ -152,14 +175,22 @@ class ResultsStore:
                 np.savez(fh, **arrays)
 
         _atomic_write(self._raw_path(trial), write_raw)
+        if records:
+            extra = {"trial": row["trial"], "grid_point": row["grid_point"]}
+            rec = pa.Table.from_pylist([{**extra, **dict(r)} for r in records])
+            _atomic_write(self.root / "records" / f"trial-{trial:06d}.parquet", lambda p: pq.write_table(rec, p))
+        self.progress_path(trial).unlink(missing_ok=True)
         table = pa.Table.from_pylist([dict(row)])
         _atomic_write(self.root / "trials" / f"trial-{trial:06d}.parquet", lambda p: pq.write_table(table, p))
 
     def write_results(self) -> Path:
-        """Consolidate every row into ``results.parquet``."""
+        """Consolidate every row into ``results.parquet`` (and every per-record row into ``records.parquet``)."""
         rows = self.rows()
         path = self.root / "results.parquet"
         _atomic_write(path, lambda p: rows.to_parquet(p, index=False))
+        records = self.records()
+        if not records.empty:
+            _atomic_write(self.root / "records.parquet", lambda p: records.to_parquet(p, index=False))
         return path
 
     def _raw_path(self, trial: int) -> Path:

@@ -10,7 +10,10 @@ all of COMPAS), or on a seeded sample of that many rows (``--sample``, drawn wit
 order), and releases ``--rows`` rows (default: as many as it trained on).  ``--param`` values are TOML literals
 (``k=2``, ``epsilon=1.0``, ``smoothing=true``, ``structure="hillclimb"``; a bare word is a string:
 ``structure=hillclimb``), checked by the same code as a config's ``[mechanism]`` table.  A generator with a
-``ranges`` parameter (PrivBayes) gets the data set's public numeric ranges unless ``--param ranges=...`` is given.
+``ranges`` parameter (PrivBayes) gets the data set's public numeric ranges unless ``--param ranges=...`` is given, and
+one with a ``bins`` parameter (PrivBayes, BayNet) the data set's public bins (0 as a bin of its own for Adult's
+capital gains and losses...) unless ``--param bins=...`` is given (``bins=[]``: none) or, for a generator with both,
+``--param ranges=...`` is (the public bins go with the public ranges).
 
 Seeds: ``SeedSequence(seed).spawn(2)`` gives the row sample's stream and the generator's, so the same ``--seed``
 gives the same table, and ``--sample`` does not change the generator's randomness.
@@ -157,7 +160,9 @@ def build_generator(
         Its parameters (validated by the mechanism).
     data : str or None, default=None
         The data set it will train on; a generator with a ``ranges`` parameter not in ``params`` gets the data
-        set's public numeric ranges (:func:`games.datasets.public_domain`).
+        set's public numeric ranges (:func:`games.datasets.public_domain`), and one with a ``bins`` parameter not in
+        ``params`` its public bins, unless ``params`` sets ``ranges`` (bins that fit the data set's ranges need not
+        fit others).
     n_rows : int or None, default=None
         Rows to release (the generator's ``n_rows``); ``None`` leaves its default (as many as it trains on).
 
@@ -179,8 +184,11 @@ def build_generator(
         )
     fields = {f.name for f in dataclasses.fields(cls) if f.init}
     table = dict(params or {})
-    if "ranges" in fields and "ranges" not in table and data is not None:
+    own_ranges = "ranges" in fields and "ranges" in table
+    if data is not None and "ranges" in fields and not own_ranges:
         table["ranges"] = public_domain(data).ranges
+    if data is not None and "bins" in fields and "bins" not in table and not own_ranges:
+        table["bins"] = public_domain(data).bins
     if n_rows is not None:
         if "n_rows" not in fields:
             raise ValueError(f"--rows: generator {name!r} has no n_rows parameter.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -12,7 +12,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from analysis._checks import check_int
-from analysis.discretise import quantile_bins
+from analysis.discretise import BinSpec, PublicBins, public_bins, quantile_bins
 from mechanisms._base import Mechanism, PrivacyClaim
 from mechanisms.synth._bayes import (
     Candidate,
@@ -39,6 +39,11 @@ class BayNet(Mechanism):
         [3]_ use k = 1.
     n_bins : int, default=25
         Quantile bins per numeric column (Stadler et al. use 25); ties may merge bins.
+    bins : mapping of str to spec, or sequence of (column, spec), optional
+        Bins of some numeric columns used instead of their quantile bins (:func:`analysis.discretise.public_bins`:
+        edges, a value given twice being a bin of its own, or ``"integers"``), over the column's own ``[min, max]``
+        stretched to the first and last edge, e.g. the public bins of :data:`games.datasets.ADULT_PUBLIC_BINS`
+        (which ``privgame synth`` passes).  Stored as a sorted tuple of pairs (``None`` when empty).
     structure : {"greedy", "hillclimb"}, default="greedy"
         ``"greedy"``: the greedy mutual-information network of DataSynthesizer [2]_ with no noise — a root drawn
         uniformly from ``rng``, then repeatedly the (child, parents) pair of maximal mutual information (ties: the
@@ -52,11 +57,12 @@ class BayNet(Mechanism):
     Notes
     -----
     Numeric columns are cut at their quantiles in the data (:func:`analysis.discretise.quantile_bins`, not private:
-    BayNet claims no privacy) and leave the generator as values drawn uniformly within their bin (uniformly over the
-    integers of the bin for integer columns).  Categorical columns keep their category list; a category absent from
-    the data is never generated.  Conditionals are the empirical ones, Pr[X | Π = π] = count(X, π) / count(π); a
-    parent configuration never seen in the data (it can be sampled, since each parent is sampled from its own
-    conditional) falls back to the child's marginal.  Sampling is ancestral.
+    BayNet claims no privacy), or by ``bins``, and leave the generator as values drawn uniformly within their bin
+    (uniformly over the integers of the bin for integer columns; a single-value bin gives its value).  Categorical
+    columns keep their category list; a category absent from the data is never generated.  Conditionals are the
+    empirical ones, Pr[X | Π = π] = count(X, π) / count(π); a parent configuration never seen in the data (it can be
+    sampled, since each parent is sampled from its own conditional) falls back to the child's marginal.  Sampling is
+    ancestral.
 
     References
     ----------
@@ -79,12 +85,15 @@ class BayNet(Mechanism):
 
     k: int = 1
     n_bins: int = 25
+    bins: PublicBins | Mapping[str, BinSpec] | None = None
     structure: Structure = "greedy"
     n_rows: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", check_int("k", self.k, low=0))
         object.__setattr__(self, "n_bins", check_int("n_bins", self.n_bins, low=1))
+        if self.bins is not None:
+            object.__setattr__(self, "bins", public_bins(self.bins) or None)
         if self.structure not in ("greedy", "hillclimb"):
             raise ValueError(f"structure must be one of 'greedy', 'hillclimb', got {self.structure!r}.")
         if self.n_rows is not None:
@@ -97,11 +106,12 @@ class BayNet(Mechanism):
         ------
         TypeError, ValueError
             For a table that is not a non-empty DataFrame of categorical, integer and float columns without missing
-            values (:func:`analysis.discretise.check_table`).
+            values (:func:`analysis.discretise.check_table`), or ``bins`` naming a column that is not a numeric
+            column of ``data`` or not fitting its dtype (:func:`analysis.discretise.quantile_bins`).
         ImportError
             For ``structure="hillclimb"`` without pgmpy.
         """
-        bins = quantile_bins(data, self.n_bins)
+        bins = quantile_bins(data, self.n_bins, self.bins)
         codes = bins.encode(data)
         cards = bins.cardinalities
         if self.structure == "greedy":

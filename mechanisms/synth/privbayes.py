@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from analysis._checks import check_int, check_real
 from analysis.accounting import PrivacyClaim, pure_composition_claim
-from analysis.discretise import PublicRanges, fixed_bins, public_ranges
+from analysis.discretise import BinSpec, PublicBins, PublicRanges, fixed_bins, public_bins, public_ranges
 from mechanisms._base import Mechanism
 from mechanisms.synth._bayes import (
     Candidate,
@@ -60,6 +60,14 @@ class PrivBayes(Mechanism):
         PUBLIC inclusive ranges of the numeric columns, e.g. :data:`games.datasets.ADULT_PUBLIC_RANGES`; stored as
         a sorted tuple of triples.  A numeric column without a range is an error: a range derived from the private
         data would break the guarantee.
+    bins : mapping of str to spec, or sequence of (column, spec), optional
+        PUBLIC bins of some numeric columns, used instead of their ``n_bins`` equal-width bins
+        (:func:`analysis.discretise.public_bins`): non-decreasing edges within the column's range, a value given
+        twice being a bin of its own (for integer columns, integer edges, and ``(0, 1, 100)`` already makes ``{0}``
+        a bin), or ``"integers"`` for one bin per integer of a small range.  A single-value bin decodes to exactly
+        its value, which keeps a public point mass (a capital gain of 0) in the synthetic table.  Needs ``ranges``
+        covering its columns; stored as a sorted tuple of pairs (``None`` when empty).  E.g.
+        :data:`games.datasets.ADULT_PUBLIC_BINS`.  Like the ranges, the bins must not be derived from the data.
     n_rows : int or None, default=None
         Rows of the synthetic table (``>= 1``); ``None``: as many as the input.
 
@@ -69,7 +77,7 @@ class PrivBayes(Mechanism):
 
     1. Public domain: categorical columns are coded by their ``CategoricalDtype`` category lists (public: the loaders
        take them from the data set's documentation), numeric columns by :func:`analysis.discretise.fixed_bins` over
-       ``ranges``.  Values outside a range are clipped into its end bins.
+       ``ranges`` and ``bins``.  Values outside a range are clipped into its end bins.
     2. GreedyBayes with ε₁ = β·ε: a root drawn uniformly (no data involved); then, d − 1 times, the pair (X, Π) with
        X unplaced and Π a set of ``min(k, #placed)`` placed attributes is chosen by the exponential mechanism with
        Pr ∝ exp(ε₁ · I(X; Π) / (2 (d − 1) S(I))), S(I) the sensitivity of Lemma 4.1
@@ -82,13 +90,14 @@ class PrivBayes(Mechanism):
        one record moves a count table by 2 in L1), are clipped at 0 and turned into conditionals (a parent
        configuration with no mass left: uniform).
     4. Ancestral sampling from the noisy network, and numeric codes decoded to values drawn uniformly within their
-       bin (post-processing).
+       bin, or to the value of a single-value bin (post-processing).
 
     Privacy: ε-DP under REPLACE_ONE neighbours (n fixed), by basic composition of steps 2 and 3
     (:func:`analysis.accounting.pure_composition_claim` of ``[β ε, (1 − β) ε]``).  The number of records n is
     treated as public, as in the paper: the sensitivity S(I), the θ-usefulness choice of k and the default number of
-    synthetic rows use it.  The category lists and ``ranges`` must be public; ``n_bins``, ``k`` and ``theta`` are
-    parameters, not read from the data.
+    synthetic rows use it.  The category lists, ``ranges`` and ``bins`` must be public; ``n_bins``, ``k`` and
+    ``theta`` are parameters, not read from the data.  The bins change which (public) domain the marginals are
+    counted over, not the noise or the budget: the claim is the same with or without them.
 
     References
     ----------
@@ -116,6 +125,7 @@ class PrivBayes(Mechanism):
     theta: float = 4.0
     n_bins: int = 20
     ranges: PublicRanges | Mapping[str, tuple[float, float]] | None = None
+    bins: PublicBins | Mapping[str, BinSpec] | None = None
     n_rows: int | None = None
 
     def __post_init__(self) -> None:
@@ -128,6 +138,12 @@ class PrivBayes(Mechanism):
         object.__setattr__(self, "n_bins", check_int("n_bins", self.n_bins, low=1))
         if self.ranges is not None:
             object.__setattr__(self, "ranges", public_ranges(self.ranges))
+        if self.bins is not None:
+            if self.ranges is None:
+                raise ValueError(
+                    f"ranges must be given with bins (the public range of each column in bins), got {self.ranges!r}."
+                )
+            object.__setattr__(self, "bins", public_bins(self.bins, self.ranges) or None)
         if self.n_rows is not None:
             object.__setattr__(self, "n_rows", check_int("n_rows", self.n_rows, low=1))
 
@@ -148,9 +164,11 @@ class PrivBayes(Mechanism):
         ------
         TypeError, ValueError
             For a table that is not a non-empty DataFrame of categorical, integer and float columns without
-            missing values, or a numeric column without a public range, or a marginal too large to materialise.
+            missing values, a numeric column without a public range, ``bins`` naming a column that is not a
+            numeric column of ``data`` (or not fitting its dtype: see :func:`analysis.discretise.fixed_bins`), or a
+            marginal too large to materialise.
         """
-        bins = fixed_bins(data, () if self.ranges is None else self.ranges, self.n_bins)
+        bins = fixed_bins(data, () if self.ranges is None else self.ranges, self.n_bins, self.bins)
         codes = bins.encode(data)
         n, d = codes.shape
         cards = bins.cardinalities

@@ -11,11 +11,14 @@ import pytest
 from scipy import stats
 
 from analysis.discretise import (
+    INTEGERS,
+    MAX_VALUE_BINS,
     ColumnBins,
     Discretisation,
     check_table,
     discretise,
     fixed_bins,
+    public_bins,
     public_ranges,
     quantile_bins,
 )
@@ -101,6 +104,177 @@ def test_categorical_columns_map_to_their_category_codes() -> None:
     assert bins.columns[2].categories == ("red", "green", "blue")
     assert bins.cardinalities[2] == 3  # the unused category keeps its code
     assert bins.columns[4].ordered
+
+
+# ---------------------------------------------------------------- public per-column bins
+
+
+def _gains(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """A capital-gain-like integer column (0 in 90 % of rows), an hours-like one (40 in half) and a float one."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "gain": np.where(rng.random(n) < 0.9, 0, rng.integers(1, 100_000, n)).astype(np.int64),
+            "hours": np.where(rng.random(n) < 0.5, 40, rng.integers(1, 100, n)).astype(np.int64),
+            "amount": np.where(rng.random(n) < 0.3, 0.0, rng.uniform(0.0, 10.0, n)),
+        }
+    )
+
+
+GAIN_RANGES = {"gain": (0, 99_999), "hours": (1, 99), "amount": (0.0, 10.0)}
+
+
+def test_public_bins_canonical_form() -> None:
+    canonical = public_bins({"hours": INTEGERS, "gain": [0, 1, 100]}, GAIN_RANGES)
+    assert canonical == (("gain", (0.0, 1.0, 100.0)), ("hours", "integers"))
+    assert public_bins([("hours", "integers"), ("gain", (0, 1, 100))]) == canonical
+    assert public_bins({"gain": np.array([0, 1, 100])}) == canonical[:1]  # numpy edges become floats too
+    assert all(isinstance(e, float) for e in canonical[0][1])
+    assert hash(canonical) == hash(pickle.loads(pickle.dumps(canonical)))
+    assert public_bins({}) == () and public_bins(()) == ()
+
+
+def test_a_single_value_bin_decodes_to_exactly_its_value() -> None:
+    df = _gains()
+    bins = fixed_bins(
+        df, GAIN_RANGES, 10, {"gain": (0, 1, 1000, 99_999, 99_999), "hours": (1, 40, 41), "amount": (0, 0)}
+    )
+    gain, hours, amount = bins.columns
+    # integer columns: half-integer edges, {0} and {99999} are bins of their own, the last bin is closed
+    assert gain.edges == (-0.5, 0.5, 999.5, 99_998.5, 99_999.5)
+    assert hours.edges == (0.5, 39.5, 40.5, 99.5)
+    # a float column: the repeated edge 0 is the bin {0}, the next one (0, 10]
+    assert amount.edges == (0.0, 0.0, 10.0) and amount.point_bins == (0,)
+    codes = bins.encode(df)
+    np.testing.assert_array_equal(codes[:, 0] == 0, df["gain"] == 0)
+    np.testing.assert_array_equal(codes[:, 1] == 1, df["hours"] == 40)
+    np.testing.assert_array_equal(codes[:, 2] == 0, df["amount"] == 0.0)
+    rng = np.random.default_rng(1)
+    out = bins.decode(codes, rng=rng)
+    assert (out["gain"][codes[:, 0] == 0] == 0).all() and (out["gain"][codes[:, 0] == 3] == 99_999).all()
+    assert (out["hours"][codes[:, 1] == 1] == 40).all()
+    assert (out["amount"][codes[:, 2] == 0] == 0.0).all() and (out["amount"][codes[:, 2] == 1] > 0.0).all()
+    np.testing.assert_array_equal(bins.encode(out), codes)  # every value lands back in its bin
+    # the wide bins are still drawn uniformly: over the integers 1..999 of the bin [1, 1000)
+    wide = np.asarray(gain.decode(np.ones(20_000, dtype=np.int64), rng))
+    assert wide.min() >= 1 and wide.max() <= 999
+    assert stats.chisquare(np.bincount(wide - 1, minlength=999)).pvalue > P_FLOOR
+
+
+@pytest.mark.parametrize(
+    ("spec", "edges"),
+    [
+        ((0, 1, 100), (-0.5, 0.5, 99.5, 99_999.5)),  # [0, 1) = {0}, [1, 100), [100, 99999]
+        ((0, 0, 100), (-0.5, 0.5, 99.5, 99_999.5)),  # {0}, (0, 100), [100, 99999]: the same bins
+        ((1, 100), (-0.5, 0.5, 99.5, 99_999.5)),  # the range's low end is added
+        ((0, 100, 99_999), (-0.5, 99.5, 99_999.5)),
+        ((100,), (-0.5, 99.5, 99_999.5)),
+        ((0,), (-0.5, 99_999.5)),  # just the range
+        ((99_999, 99_999), (-0.5, 99_998.5, 99_999.5)),  # [0, 99999), {99999}
+        ((50, 50), (-0.5, 49.5, 50.5, 99_999.5)),  # [0, 50), {50}, (50, 99999]
+    ],
+)
+def test_integer_edges_give_the_bins_of_their_integers(spec: tuple[int, ...], edges: tuple[float, ...]) -> None:
+    df = pd.DataFrame({"gain": np.array([0, 5], dtype=np.int64)})
+    assert fixed_bins(df, {"gain": (0, 99_999)}, 3, {"gain": spec}).columns[0].edges == edges
+
+
+def test_integers_bins_give_one_bin_per_value() -> None:
+    df = _gains()
+    col = fixed_bins(df, GAIN_RANGES, 5, {"hours": INTEGERS}).columns[1]
+    assert col.n_codes == 99 and col.edges[0] == 0.5 and col.edges[-1] == 99.5
+    np.testing.assert_array_equal(col.decode(col.encode(df["hours"]), np.random.default_rng(0)), df["hours"])
+    # a fractional range: the integers inside it
+    small = pd.DataFrame({"x": np.array([1, 3], dtype=np.int64)})
+    assert fixed_bins(small, {"x": (0.5, 3.5)}, 1, {"x": INTEGERS}).columns[0].edges == (0.5, 1.5, 2.5, 3.5)
+
+
+def test_no_bins_is_the_old_discretisation() -> None:
+    df = _frame()
+    old = fixed_bins(df, RANGES, 7)
+    assert fixed_bins(df, RANGES, 7, None) == old and fixed_bins(df, RANGES, 7, ()) == old
+    assert fixed_bins(df, RANGES, 7, {}) == old
+    assert quantile_bins(df, 7, None) == quantile_bins(df, 7) == quantile_bins(df, 7, ())
+    # bins for one column leave the others as they were
+    some = fixed_bins(df, RANGES, 7, {"age": (17, 18, 90)})
+    assert some.columns[0].edges == (16.5, 17.5, 90.5)  # {17} and 18..90 (the last edge closes the last bin)
+    assert some.columns[1:] == old.columns[1:]
+    codes, found = discretise(df, ranges=RANGES, n_bins=7, bins={"age": (17, 18, 90)})
+    assert found == some and np.array_equal(codes, some.encode(df))
+
+
+def test_quantile_bins_take_given_bins_over_the_data_range() -> None:
+    df = _gains()
+    bins = quantile_bins(df, 10, {"gain": (0, 1, 1000), "hours": INTEGERS})
+    gain, hours = bins.columns[:2]
+    top = int(df["gain"].max())
+    assert gain.edges == (-0.5, 0.5, 999.5, top + 0.5)  # stretched to the data's maximum (not private)
+    assert hours.n_codes == int(df["hours"].max() - df["hours"].min() + 1)
+    assert bins.columns[2] == quantile_bins(df, 10).columns[2]
+    # edges beyond the data stretch the range the other way
+    assert quantile_bins(df[["gain"]], 3, {"gain": (0, 200_000)}).columns[0].edges[-1] == 200_000.5
+
+
+@pytest.mark.parametrize(
+    ("bins", "error", "message"),
+    [
+        ({"gain": (0, 100, 10)}, ValueError, r"edges of column 'gain' must be sorted \(non-decreasing\)"),
+        ({"gain": (0, math.nan)}, ValueError, "must be one or more finite numbers"),
+        ({"gain": (0, math.inf)}, ValueError, "must be one or more finite numbers"),
+        ({"gain": ()}, ValueError, "must be one or more finite numbers"),
+        ({"gain": (0, 1, 1, 1)}, ValueError, "repeat no value more than twice"),
+        ({"gain": (0, "1")}, TypeError, "edges of column 'gain' must be real numbers, got '1'"),
+        ({"gain": (0, True)}, TypeError, "must be real numbers"),
+        ({"gain": "values"}, ValueError, "bins of column 'gain' must be 'integers' or a sequence of edges"),
+        ({"gain": 5}, TypeError, "must be 'integers' or a sequence of edges, got 5"),
+        ([("gain", (0,)), ("gain", (1,))], ValueError, "each column once"),
+        ([(1, (0,))], TypeError, "with a str column"),
+        ([("gain",)], TypeError, r"\(column, spec\)"),
+        ("gain", TypeError, "bins must be a mapping or a sequence"),
+    ],
+)
+def test_bad_bins_are_refused(bins: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        public_bins(bins)  # type: ignore[arg-type]
+    with pytest.raises(error, match=message):
+        fixed_bins(_gains(), GAIN_RANGES, 5, bins)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("bins", "ranges", "message"),
+    [
+        ({"gain": (-1, 10)}, GAIN_RANGES, r"edges of column 'gain' must lie in its public range \[0.0, 99999.0\]"),
+        ({"gain": (0, 100_000)}, GAIN_RANGES, "must lie in its public range"),
+        ({"gain": INTEGERS}, {"gain": (0, 1e12)}, f"must number 1 to {MAX_VALUE_BINS}.*got 1000000000001"),
+        ({"gain": INTEGERS}, {"gain": (0.2, 0.8)}, "must number 1 to"),
+        ({"gain": (0, 1)}, {"hours": (1, 99)}, "bins of column 'gain' must come with a public range"),
+    ],
+)
+def test_bins_must_fit_the_public_ranges(bins: object, ranges: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        public_bins(bins, ranges)  # type: ignore[arg-type]
+
+
+def test_bins_that_do_not_fit_the_table_are_refused() -> None:
+    df = _gains()
+    with pytest.raises(ValueError, match=r"bins must name numeric columns of the data, got 'wage' \(not a column"):
+        fixed_bins(df, GAIN_RANGES, 5, {"wage": (0, 1)})
+    with pytest.raises(ValueError, match="got 'wage'"):
+        quantile_bins(df, 5, {"wage": (0, 1)})
+    with pytest.raises(ValueError, match=r"got 'colour' \(a categorical column\)"):
+        fixed_bins(_frame(), RANGES, 5, {"colour": (0, 1)})
+    with pytest.raises(ValueError, match="'integers' bins need an integer column, got column 'amount'"):
+        fixed_bins(df, GAIN_RANGES, 5, {"amount": INTEGERS})
+    with pytest.raises(ValueError, match="edges of integer column 'gain' must be integers, got"):
+        fixed_bins(df, GAIN_RANGES, 5, {"gain": (0, 0.5, 100)})
+    with pytest.raises(ValueError, match="every bin of integer column 'gain' must hold an integer"):
+        fixed_bins(df, GAIN_RANGES, 5, {"gain": (0, 0, 1)})  # {0}, then (0, 1): no integer
+    with pytest.raises(ValueError, match="must lie in its public range"):
+        fixed_bins(df, GAIN_RANGES, 5, {"gain": (0, 200_000)})
+    with pytest.raises(ValueError, match="numeric column 'gain' needs a public range"):
+        fixed_bins(df, {"hours": (1, 99), "amount": (0.0, 10.0)}, 5, {"gain": (0, 1)})
+    with pytest.raises(ValueError, match=f"must number 1 to {MAX_VALUE_BINS}"):
+        quantile_bins(pd.DataFrame({"x": np.array([0, 10**12], dtype=np.int64)}), 5, {"x": INTEGERS})
 
 
 # ---------------------------------------------------------------- quantile bins
@@ -353,7 +527,9 @@ def test_decode_refuses_a_code_out_of_range_naming_the_column() -> None:
         ({"dtype": "int64", "edges": (0.0,)}, ">= 2 finite non-decreasing"),
         ({"dtype": "int64", "edges": (1.0, 0.0)}, ">= 2 finite non-decreasing"),
         ({"dtype": "float64", "edges": (0.0, math.inf)}, ">= 2 finite non-decreasing"),
-        ({"dtype": "float64", "edges": (0.0, 1.0, 1.0)}, "increase strictly"),
+        # a repeated edge is a single-value bin {v}: allowed once per value in float columns, never in integer ones
+        ({"dtype": "int64", "edges": (0.0, 1.0, 1.0)}, "integer column 'x' must increase strictly"),
+        ({"dtype": "float64", "edges": (0.0, 1.0, 1.0, 1.0)}, "repeat no value more than twice"),
         ({"dtype": "float64", "edges": (0.0, 1.0), "categories": ("a",)}, "takes no categories"),
     ],
 )

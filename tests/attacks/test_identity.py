@@ -69,8 +69,11 @@ def test_frozen() -> None:
     # Identity has no fields, so on Python 3.11 the frozen __setattr__ of a slots=True dataclass falls through to a
     # broken super() call (TypeError) rather than FrozenInstanceError; what matters is that nothing can be set.
     with pytest.raises((dataclasses.FrozenInstanceError, TypeError, AttributeError)):
-        attack.threshold = 1.0  # type: ignore[attr-defined]
-    assert not hasattr(attack, "threshold")
+        attack.learned = 1.0  # type: ignore[attr-defined]
+    assert not hasattr(attack, "learned")
+    with pytest.raises((dataclasses.FrozenInstanceError, TypeError, AttributeError)):
+        attack.threshold = 1.0  # type: ignore[misc]
+    assert attack.threshold == 0.5  # its own fitted attack: the fixed decision threshold of attacks._base
 
 
 def test_pickle_round_trip() -> None:

@@ -14,13 +14,21 @@ from games.config import ConfigError, load_config, parse_config
 from games.registry import MECHANISMS
 
 BAD_INPUTS = [
-    ({"game": {"name": "two-run"}}, r"\[game\] game name must be one of multi-run, one-run, got 'two-run'"),
+    (
+        {"game": {"name": "two-run"}},
+        r"\[game\] game name must be one of multi-run, one-run, record, record-model-seeded, record-traditional, "
+        r"got 'two-run'",
+    ),
     (
         {"mechanism": {"name": "laplace"}},
         r"mechanism name must be one of baynet, dpsgd-blackbox, dpsgd-whitebox, gaussian, privbayes, "
         r"randomized-response, synthpop, got 'laplace'",
     ),
-    ({"attack": {"name": "lira"}}, r"\[attack\] attack name must be one of identity, negative-loss, got 'lira'"),
+    (
+        {"attack": {"name": "lira"}},
+        r"\[attack\] attack name must be one of closest-distance, exact-copies, groundhog, identity, "
+        r"negative-loss, tapas-queries, got 'lira'",
+    ),
     ({"mechanism": {"epsilon": "one"}}, r"\[mechanism\] randomized-response: epsilon must be a real number, got 'one'"),
     ({"mechanism": {"epsilon": -1.0}}, r"epsilon must be >= 0, got -1.0"),
     ({"mechanism": {"epsilon": [1.0, -0.5]}}, r"epsilon must be >= 0, got -0.5"),
@@ -48,7 +56,11 @@ BAD_INPUTS = [
 MISSING = [
     (("experiment.seed",), r"\[experiment\] seed is missing"),
     (("mechanism.epsilon",), r"randomized-response needs the parameter 'epsilon'"),
-    (("game.name",), r"\[game\] name is missing; registered games: multi-run, one-run"),
+    (
+        ("game.name",),
+        r"\[game\] name is missing; registered games: multi-run, one-run, record, record-model-seeded, "
+        r"record-traditional",
+    ),
     (("attack",), r"missing section \[attack\]"),
 ]
 

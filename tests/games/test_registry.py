@@ -12,11 +12,13 @@ from mechanisms import Mechanism, RandomizedResponse
 
 
 def test_builtins_registered():
-    assert GAMES.names() == ["multi-run", "one-run"]
+    assert GAMES.names() == ["multi-run", "one-run", "record", "record-model-seeded", "record-traditional"]
     assert MECHANISMS.names() == [
         "baynet", "dpsgd-blackbox", "dpsgd-whitebox", "gaussian", "privbayes", "randomized-response", "synthpop"
     ]  # fmt: skip
-    assert ATTACKS.names() == ["identity", "negative-loss"]
+    assert ATTACKS.names() == [
+        "closest-distance", "exact-copies", "groundhog", "identity", "negative-loss", "tapas-queries"
+    ]  # fmt: skip
     assert MECHANISMS.get("randomized-response") is RandomizedResponse
 
 

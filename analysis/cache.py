@@ -1,0 +1,278 @@
+"""A content-addressed artefact cache: expensive, deterministic results stored under a hash of what made them.
+
+An artefact (a shadow synthetic table, a feature matrix, a σ calibration) is stored under a key that is the
+SHA-256 of the canonical JSON of everything that determines it: the producing component's class and parameters,
+the privgame version, the content hash of its input data, the seed's entropy and spawn key, the sizes.  A change in
+any of these gives another key, so a changed input always misses: a cache never answers for an artefact it did
+not store (the failure mode most reported against LeakPro and Privacy Meter, SPEC §8).
+
+Storage (``ROOT/v1/<kind>/<key[:2]>/<key>.<ext>``) is Parquet (tables), npz without pickles (arrays) or JSON,
+never a pickle, so a cache directory from elsewhere can hold no code.  Each entry is written to a temporary name
+and renamed into place, then its SHA-256 is written beside it (``<key>.sha256``, the completion marker): a run
+killed at any moment leaves whole entries or none, and a damaged entry (truncated, edited) fails its check, is
+reported with a warning, deleted and treated as a miss, so that it is regenerated.
+
+This module is in ``analysis/`` because both ``mechanisms/`` and ``attacks/`` use it and may import nothing
+else of ours; it imports nothing of ours itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+__all__ = [
+    "ArtefactCache",
+    "CacheError",
+    "content_hash",
+    "default_cache_dir",
+    "make_key",
+    "privgame_version",
+    "seed_identity",
+]
+
+_LAYOUT = "v1"
+_KINDS = ("table", "arrays", "json")
+_EXT = {"table": "parquet", "arrays": "npz", "json": "json"}
+
+
+class CacheError(ValueError):
+    """The cache directory cannot be used (it is a file, or not writable)."""
+
+
+@cache
+def privgame_version() -> str:
+    """The installed privgame version (part of every key: a new version may compute artefacts differently)."""
+    try:
+        return metadata.version("privgame")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        return "unknown"
+
+
+def default_cache_dir() -> Path:
+    """``$PRIVGAME_CACHE_DIR``, else ``$XDG_CACHE_HOME/privgame``, else ``~/.cache/privgame``."""
+    explicit = os.environ.get("PRIVGAME_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "privgame"
+
+
+def _canonical(value: Any) -> Any:
+    """A JSON-able, type-tagged form of ``value`` in which different values never collide."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | np.integer):
+        return {"int": str(int(value))}
+    if isinstance(value, float | np.floating):
+        return {"float": float(value).hex()}
+    if isinstance(value, Mapping):
+        return {"map": sorted([[str(k), _canonical(v)] for k, v in value.items()])}
+    if isinstance(value, tuple | list):
+        return {"seq": [_canonical(v) for v in value]}
+    if isinstance(value, pd.DataFrame | pd.Series | np.ndarray):
+        return {"content": content_hash(value)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            "class": f"{type(value).__module__}.{type(value).__qualname__}",
+            "fields": [[f.name, _canonical(getattr(value, f.name))] for f in dataclasses.fields(value)],
+        }
+    raise TypeError(f"a cache key component must be plain data, a dataclass, an array or a table, got {value!r}.")
+
+
+def make_key(**components: Any) -> str:
+    """SHA-256 (hex) of the canonical, type-tagged JSON of ``components`` (key order does not matter).
+
+    ``1`` and ``1.0`` and ``"1"`` give different keys; tables and arrays enter by their :func:`content_hash`.
+    """
+    text = json.dumps(_canonical(components), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
+    """SHA-256 of a table's or array's content: values in row order, column names, dtypes and category lists.
+
+    The index is not part of it (a table's rows are its content; their labels are bookkeeping).
+    """
+    h = hashlib.sha256()
+    if isinstance(data, pd.Series):
+        data = data.to_frame()
+    if isinstance(data, pd.DataFrame):
+        schema = [
+            [str(c), str(data[c].dtype), [str(x) for x in data[c].cat.categories]]
+            if isinstance(data[c].dtype, pd.CategoricalDtype)
+            else [str(c), str(data[c].dtype)]
+            for c in data.columns
+        ]
+        h.update(json.dumps([data.shape[0], schema]).encode())
+        for c in data.columns:
+            col = data[c]
+            values = col.cat.codes.to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy()
+            h.update(np.ascontiguousarray(values).tobytes() if values.dtype != object else str(list(values)).encode())
+        return h.hexdigest()
+    arr = np.asarray(data)
+    if arr.dtype == object:
+        raise TypeError("content_hash needs a numeric array, got dtype object.")
+    h.update(json.dumps([arr.dtype.str, list(arr.shape)]).encode())
+    h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()
+
+
+def seed_identity(seed: np.random.SeedSequence) -> dict[str, Any]:
+    """What identifies a ``SeedSequence``'s stream: its entropy, spawn key and pool size."""
+    return {"entropy": seed.entropy, "spawn_key": list(seed.spawn_key), "pool_size": seed.pool_size}
+
+
+def _atomic_write_bytes(path: Path, payload: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class ArtefactCache:
+    """A cache directory of content-addressed artefacts (see the module docstring).
+
+    Parameters
+    ----------
+    root : str or Path
+        The cache directory; created if needed.  It must be a writable directory.
+
+    Raises
+    ------
+    CacheError
+        If ``root`` is a file, cannot be created, or is not writable (checked at once, before any work).
+
+    Notes
+    -----
+    Picklable (only the path is kept), so joblib workers and Dask workers share it when they share the file
+    system.  Concurrent writers of the same key write the same bytes (artefacts are deterministic), and each
+    write is an atomic rename, so they cannot corrupt an entry.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise CacheError(f"--cache-dir must be a directory, got the file {str(self.root)!r}.")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=self.root, prefix=".probe.", delete=True)
+            probe.close()
+        except OSError as exc:
+            raise CacheError(
+                f"--cache-dir must be a writable directory, got {str(self.root)!r} ({exc.strerror or exc})."
+            ) from None
+        self.hits = 0
+        self.misses = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.root = Path(state["root"])
+        self.hits = 0
+        self.misses = 0
+
+    def __repr__(self) -> str:
+        return f"ArtefactCache({str(self.root)!r})"
+
+    def path(self, kind: str, key: str) -> Path:
+        """Where the entry ``key`` of ``kind`` lives (whether or not it exists)."""
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}.")
+        if len(key) != 64 or any(ch not in "0123456789abcdef" for ch in key):
+            raise ValueError(f"key must be a SHA-256 hex digest, got {key!r}.")
+        return self.root / _LAYOUT / kind / key[:2] / f"{key}.{_EXT[kind]}"
+
+    # -- generic entries -------------------------------------------------------------------------------------
+    def _get(self, kind: str, key: str, decode: Callable[[bytes], Any]) -> Any | None:
+        path = self.path(kind, key)
+        marker = path.with_suffix(".sha256")
+        if not marker.exists():
+            self.misses += 1
+            return None
+        try:
+            expected = marker.read_text().strip()
+            payload = path.read_bytes()
+            if hashlib.sha256(payload).hexdigest() != expected:
+                raise ValueError("its SHA-256 does not match")
+            value = decode(payload)
+        except Exception as exc:  # any damage: report, drop, regenerate
+            warnings.warn(f"corrupted cache entry {path} ({exc}); it is deleted and will be regenerated.", stacklevel=3)
+            marker.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def _put(self, kind: str, key: str, payload: bytes) -> None:
+        path = self.path(kind, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write_bytes(path, payload)
+        _atomic_write_bytes(path.with_suffix(".sha256"), hashlib.sha256(payload).hexdigest().encode())
+
+    def contains(self, kind: str, key: str) -> bool:
+        """Whether a complete entry exists (its integrity is checked only when it is read)."""
+        return self.path(kind, key).with_suffix(".sha256").exists()
+
+    # -- typed entries ---------------------------------------------------------------------------------------
+    def get_table(self, key: str) -> pd.DataFrame | None:
+        """The table stored under ``key``, or ``None`` (a miss, or a damaged entry now deleted)."""
+        table: pd.DataFrame | None = self._get("table", key, lambda b: pd.read_parquet(io.BytesIO(b)))
+        return table
+
+    def put_table(self, key: str, table: pd.DataFrame) -> None:
+        """Store a table as Parquet (dtypes and category lists kept)."""
+        buf = io.BytesIO()
+        table.reset_index(drop=True).to_parquet(buf, index=False)
+        self._put("table", key, buf.getvalue())
+
+    def get_arrays(self, key: str) -> dict[str, NDArray[Any]] | None:
+        """The arrays stored under ``key``, or ``None``; loaded with ``allow_pickle=False``."""
+
+        def decode(payload: bytes) -> dict[str, NDArray[Any]]:
+            with np.load(io.BytesIO(payload), allow_pickle=False) as data:
+                return {k: data[k] for k in data.files}
+
+        arrays: dict[str, NDArray[Any]] | None = self._get("arrays", key, decode)
+        return arrays
+
+    def put_arrays(self, key: str, arrays: Mapping[str, NDArray[Any]], *, compress: bool = True) -> None:
+        """Store numeric arrays as an npz (compressed by default); object arrays are refused."""
+        for name, arr in arrays.items():
+            if np.asarray(arr).dtype == object:
+                raise TypeError(f"array {name!r} has dtype object; the cache stores numeric arrays only.")
+        buf = io.BytesIO()
+        payload = {k: np.asarray(v) for k, v in arrays.items()}
+        if compress:
+            np.savez_compressed(buf, allow_pickle=False, **payload)
+        else:
+            np.savez(buf, allow_pickle=False, **payload)
+        self._put("arrays", key, buf.getvalue())
+
+    def get_json(self, key: str) -> Any | None:
+        """The JSON value stored under ``key``, or ``None``."""
+        return self._get("json", key, lambda b: json.loads(b.decode()))
+
+    def put_json(self, key: str, value: Any) -> None:
+        """Store a JSON-able value."""
+        self._put("json", key, json.dumps(value, sort_keys=True).encode())

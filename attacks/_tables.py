@@ -1,0 +1,85 @@
+"""Table encodings shared by the attacks on synthetic data: codes for matching, one-hot for statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+__all__ = ["TableSchema"]
+
+
+@dataclass(frozen=True, eq=False)
+class TableSchema:
+    """The columns of a table as the attacker knows them (from its auxiliary data's dtypes).
+
+    Attributes
+    ----------
+    columns : tuple of str
+    categorical : ndarray of bool, shape (d,)
+        Which columns are categorical (``CategoricalDtype`` or bool).
+    categories : tuple of (tuple or None)
+        Each categorical column's category list (``None`` for numeric columns).
+    low, span : ndarray of shape (d,)
+        Numeric columns' range on the auxiliary data (span 1 where constant or categorical), for scaling.
+    """
+
+    columns: tuple[str, ...]
+    categorical: NDArray[np.bool_]
+    categories: tuple[tuple[object, ...] | None, ...]
+    low: NDArray[np.float64]
+    span: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, auxiliary: pd.DataFrame) -> TableSchema:
+        cats: list[tuple[object, ...] | None] = []
+        low, span = np.zeros(auxiliary.shape[1]), np.ones(auxiliary.shape[1])
+        for j, c in enumerate(auxiliary.columns):
+            dtype = auxiliary[c].dtype
+            if isinstance(dtype, pd.CategoricalDtype):
+                cats.append(tuple(dtype.categories))
+            elif pd.api.types.is_bool_dtype(dtype):
+                cats.append((False, True))
+            elif pd.api.types.is_numeric_dtype(dtype):
+                cats.append(None)
+                values = auxiliary[c].to_numpy(dtype=np.float64)
+                low[j] = values.min()
+                span[j] = values.max() - values.min() or 1.0
+            else:
+                raise TypeError(f"column {c!r} must be categorical, boolean or numeric, got dtype {dtype}.")
+        return cls(
+            tuple(str(c) for c in auxiliary.columns), np.array([c is not None for c in cats]), tuple(cats), low, span
+        )
+
+    def check(self, table: pd.DataFrame) -> None:
+        if tuple(str(c) for c in table.columns) != self.columns:
+            raise ValueError(f"the release must have the columns {list(self.columns)!r}, got {list(table.columns)!r}.")
+
+    def codes(self, table: pd.DataFrame) -> NDArray[np.float64]:
+        """``(n, d)`` float64: categorical columns as their category codes, numeric columns as values."""
+        self.check(table)
+        out = np.empty(table.shape, dtype=np.float64)
+        for j, c in enumerate(table.columns):
+            col = table[c]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                out[:, j] = col.cat.codes.to_numpy()
+            else:
+                out[:, j] = col.to_numpy(dtype=np.float64)
+        return out
+
+    def one_hot(self, table: pd.DataFrame) -> NDArray[np.float64]:
+        """One-hot categorical columns (every public category, so widths never depend on the data) and numeric
+        columns scaled by the auxiliary range."""
+        codes = self.codes(table)
+        parts = []
+        for j, cats in enumerate(self.categories):
+            if cats is None:
+                parts.append(((codes[:, j] - self.low[j]) / self.span[j])[:, None])
+            else:
+                onehot = np.zeros((codes.shape[0], len(cats)))
+                valid = codes[:, j] >= 0
+                onehot[np.flatnonzero(valid), codes[valid, j].astype(np.intp)] = 1.0
+                parts.append(onehot)
+        return np.hstack(parts) if parts else np.zeros((codes.shape[0], 0))

@@ -1,0 +1,101 @@
+"""What the adversary knows: a typed object handed to ``Attack.fit`` by the games that give the attacker data.
+
+Threat model (TAPAS, Houssiau et al. 2022; Krčo et al. 2025, SPEC §4 and §7): the adversary
+
+- knows *auxiliary data* drawn from the same population as the private data, disjoint from the released dataset
+  and from the challenger's evaluation pool;
+- knows the *target record(s)* whose membership it must infer, and the *size* n of the private dataset;
+- has *black-box access* to the mechanism under audit: it may run the mechanism (with its public parameters) on
+  datasets of its own choice, with randomness from its own stream, as often as it likes — through
+  :class:`BlackBox` — but never sees the private data the release was made from, nor the game's seeds.
+
+Nothing in a :class:`Knowledge` is derived from the game's secret bit or from the private dataset beyond the
+public facts above; the games construct it (``games/record.py``) and are tested to keep it so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis._checks import check_int
+from analysis.cache import ArtefactCache
+from mechanisms._base import Mechanism
+from mechanisms.cached import cached_release_many
+
+__all__ = ["BlackBox", "Knowledge"]
+
+
+@dataclass(frozen=True, eq=False)
+class BlackBox:
+    """Black-box access to a mechanism: run it on datasets of the attacker's choice.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism under audit; its parameters are public (Kerckhoffs), its private input is not here.
+    cache : ArtefactCache or None, default=None
+        Where releases are cached by content (:mod:`mechanisms.cached`); ``None`` recomputes every run.
+    progress : callable or None, default=None
+        Called with the number of runs finished, for progress lines.
+
+    Notes
+    -----
+    Every run's randomness comes from a ``SeedSequence`` the attacker supplies (a child of its own stream), so a
+    run is reproducible and cacheable, and independent of the game's streams.
+    """
+
+    mechanism: Mechanism
+    cache: ArtefactCache | None = None
+    progress: Callable[[int], None] | None = None
+
+    def release(self, data: Any, *, seed: np.random.SeedSequence) -> Any:
+        """One run of the mechanism on ``data`` with randomness from ``seed``."""
+        return self.release_many([data], seeds=[seed])[0]
+
+    def release_many(self, data: Sequence[Any], *, seeds: Sequence[np.random.SeedSequence]) -> list[Any]:
+        """Independent runs, one per dataset, each seeded by its own ``SeedSequence`` (batched where possible)."""
+        for k, s in enumerate(seeds):
+            if not isinstance(s, np.random.SeedSequence):
+                raise TypeError(f"seeds[{k}] must be a numpy.random.SeedSequence, got {s!r}.")
+        return cached_release_many(self.mechanism, data, seeds=seeds, cache=self.cache, progress=self.progress)
+
+
+@dataclass(frozen=True, eq=False)
+class Knowledge:
+    """What a game lets the adversary know (see the module docstring for the threat model).
+
+    Parameters
+    ----------
+    auxiliary : DataFrame
+        Records from the population, disjoint from the released dataset and from the evaluation pool.
+    targets : DataFrame
+        The target records (``score(release, targets)`` indexes their rows by position).
+    dataset_size : int
+        n, the number of records of the private dataset (public).
+    oracle : BlackBox
+        Black-box access to the mechanism under audit.
+    """
+
+    auxiliary: pd.DataFrame
+    targets: pd.DataFrame
+    dataset_size: int
+    oracle: BlackBox
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.auxiliary, pd.DataFrame) or not isinstance(self.targets, pd.DataFrame):
+            raise TypeError("auxiliary and targets must be pandas DataFrames.")
+        if list(self.auxiliary.columns) != list(self.targets.columns):
+            raise ValueError(
+                f"targets must have the auxiliary data's columns, got {list(self.targets.columns)!r} and "
+                f"{list(self.auxiliary.columns)!r}."
+            )
+        if len(self.targets) < 1:
+            raise ValueError("targets must hold at least one record, got none.")
+        check_int("dataset_size", self.dataset_size, low=2)
+        if not isinstance(self.oracle, BlackBox):
+            raise TypeError(f"oracle must be a BlackBox, got {self.oracle!r}.")

@@ -1,0 +1,170 @@
+"""Shadow modelling: datasets built from auxiliary data with and without the target, released through the oracle.
+
+Shadow ``i`` is a dataset of n records: n − 1 drawn without replacement from the auxiliary data, plus the target
+(``i`` even: label 1) or a reference record drawn from the auxiliary data outside those n − 1 (``i`` odd: label 0),
+so both sides have the same size (TAPAS, Houssiau et al. 2022; Krčo et al. 2025).  Its composition and its
+mechanism seed come from the ``i``-th child of the attack's seed only, so the first k shadows are the same for any
+number of shadows: attacks that use 100 and 1,000 shadows of the same target share the first 100 through the
+cache, and so do the two record games that train one attack.  Releases go through
+:class:`attacks.knowledge.BlackBox` in chunks, each stored as soon as it is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from analysis._checks import check_int
+from attacks.knowledge import Knowledge
+
+__all__ = ["ShadowClassifier", "attack_streams", "best_threshold", "fit_forest", "shadow_dataset", "shadow_features"]
+
+Featuriser = Callable[[Any], NDArray[Any]]
+_CHUNK = 25
+
+
+def attack_streams(rng: np.random.Generator, n: int) -> list[np.random.SeedSequence]:
+    """``n`` streams for a fit from the attack's generator; stream 0 is always the shadows' (so every attack of a
+    target, whatever its features, builds the same shadows from the same attack stream and shares them)."""
+    return np.random.SeedSequence(int(rng.integers(2**63))).spawn(n)
+
+
+def shadow_dataset(
+    knowledge: Knowledge, i: int, *, seed: np.random.SeedSequence, target: int = 0
+) -> tuple[pd.DataFrame, int, np.random.SeedSequence]:
+    """Shadow ``i``: its input dataset, its label (1: the target is in it) and the seed of its release."""
+    child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i), pool_size=seed.pool_size)
+    composition, release = child.spawn(2)
+    rng = np.random.default_rng(composition)
+    aux = knowledge.auxiliary
+    n = knowledge.dataset_size
+    label = 1 - i % 2
+    picked = rng.choice(len(aux), size=n if label == 0 else n - 1, replace=False)
+    if label == 1:
+        data = pd.concat([aux.iloc[picked], knowledge.targets.iloc[[target]]], ignore_index=True)
+    else:  # the last of the n picked rows plays the reference record
+        data = aux.iloc[picked].reset_index(drop=True)
+    return data, label, release
+
+
+def shadow_features(
+    knowledge: Knowledge,
+    featurise: Featuriser,
+    n_shadows: int,
+    *,
+    seed: np.random.SeedSequence,
+    target: int = 0,
+) -> tuple[NDArray[np.float32], NDArray[np.int8]]:
+    """Features (float32) of ``n_shadows`` shadow releases and their labels (half 1, half 0).
+
+    Raises
+    ------
+    ValueError
+        If ``n_shadows < 2`` or the auxiliary data has fewer than n records.
+    """
+    check_int("n_shadows", n_shadows, low=2)
+    if len(knowledge.auxiliary) < knowledge.dataset_size:
+        raise ValueError(
+            f"the auxiliary data must hold at least dataset_size = {knowledge.dataset_size} records, "
+            f"got {len(knowledge.auxiliary)}."
+        )
+    rows: list[NDArray[np.float32]] = []
+    labels = np.empty(n_shadows, dtype=np.int8)
+    for start in range(0, n_shadows, _CHUNK):
+        idx = range(start, min(start + _CHUNK, n_shadows))
+        made = [shadow_dataset(knowledge, i, seed=seed, target=target) for i in idx]
+        releases = knowledge.oracle.release_many([d for d, _, _ in made], seeds=[s for _, _, s in made])
+        for i, (_, label, _), release in zip(idx, made, releases, strict=True):
+            labels[i] = label
+            rows.append(np.asarray(featurise(release), dtype=np.float32))
+    return np.vstack(rows), labels
+
+
+def best_threshold(scores: NDArray[np.float64], labels: NDArray[Any]) -> float:
+    """The threshold t maximising the accuracy of "member iff score ≥ t" on the adversary's own shadows."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels).astype(bool)
+    cands = np.unique(s)
+    cands = np.concatenate([cands, [np.inf]])
+    acc = [np.mean((s >= t) == y) for t in cands]
+    return float(cands[int(np.argmax(acc))])
+
+
+def fit_forest(
+    features: NDArray[np.floating[Any]],
+    labels: NDArray[Any],
+    *,
+    n_estimators: int,
+    max_depth: int | None,
+    rng: np.random.Generator,
+    n_jobs: int = 1,
+) -> Any:
+    """A RandomForest on standardised features, seeded by an int from ``rng`` (sklearn takes no Generator)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    forest = RandomForestClassifier(
+        n_estimators=n_estimators,
+        max_depth=max_depth,
+        random_state=int(rng.integers(2**31 - 1)),
+        n_jobs=n_jobs,
+    )
+    forest.fit(features, np.asarray(labels, dtype=np.int8))
+    forest.set_params(n_jobs=1)  # scoring is one table at a time: a thread pool per call costs more than it saves
+    return forest
+
+
+@dataclass(eq=False)
+class ShadowClassifier:
+    """A fitted shadow-modelling attack: features of a release, standardised, into a trained classifier.
+
+    Attributes
+    ----------
+    featurise : callable
+        Release → feature vector (bound to the target at fit time).
+    mean, scale : ndarray
+        The standardisation learnt on the shadows' features.
+    classifier : object
+        A fitted scikit-learn classifier with ``predict_proba``.
+    threshold : float, default=0.5
+        "Member" when the predicted probability is at least this.
+    """
+
+    featurise: Featuriser
+    mean: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    classifier: Any
+    threshold: float = 0.5
+
+    @classmethod
+    def fit(
+        cls,
+        features: NDArray[np.floating[Any]],
+        labels: NDArray[Any],
+        featurise: Featuriser,
+        *,
+        n_estimators: int,
+        max_depth: int | None,
+        rng: np.random.Generator,
+        n_jobs: int = 1,
+    ) -> ShadowClassifier:
+        mean = features.mean(axis=0, dtype=np.float64)
+        scale = features.std(axis=0, dtype=np.float64)
+        scale[scale == 0] = 1.0
+        standardised = ((features - mean) / scale).astype(np.float32)
+        forest = fit_forest(
+            standardised, labels, n_estimators=n_estimators, max_depth=max_depth, rng=rng, n_jobs=n_jobs
+        )
+        return cls(featurise, mean, scale, forest)
+
+    def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
+        if len(targets) != 1 or int(targets[0]) != 0:
+            raise ValueError(f"a shadow classifier is fitted for one target (index 0), got targets {targets!r}.")
+        x = (self.featurise(release)[None, :] - self.mean) / self.scale
+        proba = self.classifier.predict_proba(x)
+        column = list(self.classifier.classes_).index(1) if 1 in self.classifier.classes_ else None
+        return np.array([proba[0, column] if column is not None else 0.0], dtype=np.float64)

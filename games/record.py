@@ -1,0 +1,563 @@
+"""Record-level membership games (Krčo et al. 2025): the traditional and the model-seeded game, on the same targets.
+
+For a target record x of a released dataset D, a mechanism A (a synthetic-data generator, later a trained model)
+and a fitted attack φ:
+
+- **Traditional game** (Krčo et al., Def. 2): each round draws a FRESH D̄ of n − 1 records from the evaluation
+  pool, flips b, and releases A(D̄ ∪ {x}) (b = 1) or A(D̄ ∪ {r}) (b = 0, r a random record of the pool outside D̄).
+  Its success converges to x's risk averaged over datasets.
+- **Model-seeded game** (Def. 3): D̄ = D \\ {x}, FIXED for every round; only A's seed changes.  b = 0 releases
+  A(D̄ ∪ {r}) (``neighbours = "replace"``, the paper's code) or A(D̄) (``"add-remove"``).  Its success converges
+  to x's risk in the dataset actually released; its rounds are independent runs on two neighbouring datasets, so
+  their Clopper–Pearson bound is a sound per-record DP audit under that neighbouring relation.
+
+The attack for a target is trained ONCE (shadow modelling on the auxiliary data) and plays every game of the
+trial.  A trial is one target; the grid point's trials are its targets, chosen from D by the Achilles
+vulnerability score (the most vulnerable) and uniformly at random, or given by id.
+
+The population is split once per experiment seed into three disjoint parts: the released dataset D (n records,
+holding the targets), the adversary's auxiliary data, and the challenger's evaluation pool (fresh D̄ and reference
+records).  The reference implementation of the paper has two bugs we test against: its "out" world still holds
+the target, and its evaluation pool overlaps D.
+
+Randomness: every stream of a target is derived from (the experiment's root entropy, a role tag, the record id),
+not from the trial's position in the grid, so the same record gets the same attack, the same shadows and the
+same rounds in every grid point and every experiment with that seed — this is what lets two games (or two
+experiments) on one target share their shadows through the artefact cache, and makes the two games' rounds
+comparable.  The runner's trial seed still decides which target a trial plays (its last spawn-key entry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from dp_accounting import NeighboringRelation
+
+from analysis._checks import check_int
+from analysis.multi_run import audit_scores
+from analysis.record_risk import (
+    MISS_RATE_THRESHOLDS,
+    accuracy_interval,
+    auc_interval,
+    miss_rate,
+    rmsd,
+    tpr_at_fpr,
+)
+from analysis.thresholds import Split
+from analysis.vulnerability import achilles_scores, select_targets
+from attacks._base import Attack
+from attacks.knowledge import BlackBox, Knowledge
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome
+from mechanisms._base import Mechanism
+from mechanisms.cached import cached_release_many
+
+__all__ = [
+    "GAMES_PLAYED",
+    "NEIGHBOURS",
+    "ModelSeededRecordGame",
+    "RecordGames",
+    "RecordSetup",
+    "TraditionalRecordGame",
+    "record_setup",
+]
+
+GAMES_PLAYED = ("traditional", "model-seeded")
+NEIGHBOURS = ("replace", "add-remove")
+TABLES = ("adult", "compas")
+SELECTIONS = ("achilles", "random", "given")
+TPR_FPRS = (0.01, 0.1)
+_TAG_SETUP, _TAG_ATTACK, _TAG_TRADITIONAL, _TAG_MODEL_SEEDED, _TAG_ANALYSIS = (0x5E7, 0xA7, 0x7D, 0x35, 0xA1)
+_CHUNK = 25
+_RELATION = {"replace": NeighboringRelation.REPLACE_ONE, "add-remove": NeighboringRelation.ADD_OR_REMOVE_ONE}
+
+
+@lru_cache(maxsize=4)
+def _population(data: str, columns: tuple[str, ...] | None) -> pd.DataFrame:
+    from games.datasets import load
+
+    table: pd.DataFrame = load(data, split="all") if data == "adult" else load(data)
+    if columns is not None:
+        missing = [c for c in columns if c not in table.columns]
+        if missing:
+            raise ValueError(
+                f"columns must name columns of the {data!r} data ({', '.join(table.columns)}), got {missing[0]!r}."
+            )
+        table = table[list(columns)]
+    return table.reset_index(drop=True)
+
+
+def _public_ranges(data: str, columns: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    from games.datasets import public_domain
+
+    return {c: (float(lo), float(hi)) for c, lo, hi in public_domain(data).ranges if c in columns}
+
+
+@dataclass(frozen=True, eq=False)
+class RecordSetup:
+    """The split of the population for one experiment seed, and the targets.
+
+    Attributes
+    ----------
+    population : DataFrame
+        The whole data set; a record's id is its row number here (load order).
+    released, auxiliary, evaluation : ndarray of int
+        Disjoint record ids: the released dataset D (n), the adversary's auxiliary data, the evaluation pool.
+    targets : ndarray of int
+        The target ids, in trial order (all in ``released``).
+    selection : ndarray of str
+        How each target was chosen: "achilles", "random" or "given".
+    vulnerability : ndarray of float
+        Each target's Achilles score within D.
+    """
+
+    population: pd.DataFrame
+    released: np.ndarray
+    auxiliary: np.ndarray
+    evaluation: np.ndarray
+    targets: np.ndarray
+    selection: np.ndarray
+    vulnerability: np.ndarray
+
+
+def _setup_key(game: _RecordGameBase) -> tuple[Any, ...]:
+    return (
+        game.data,
+        game.columns,
+        game.dataset_size,
+        game.auxiliary_size,
+        game.evaluation_size,
+        game.vulnerable_targets,
+        game.random_targets,
+        game.targets,
+    )
+
+
+@lru_cache(maxsize=8)
+def _setup_cached(key: tuple[Any, ...], entropy: int) -> RecordSetup:
+    data, columns, n, n_aux, n_eval, n_vulnerable, n_random, given = key
+    population = _population(data, columns)
+    rng = np.random.default_rng(np.random.SeedSequence([entropy, _TAG_SETUP]))
+    fixed = np.array(given if given is not None else (), dtype=np.int64)
+    others = rng.permutation(np.setdiff1d(np.arange(len(population)), fixed))
+    released = np.concatenate([fixed, others[: n - fixed.size]])
+    rest = others[n - fixed.size :]
+    auxiliary, evaluation = rest[:n_aux], rest[n_aux : n_aux + n_eval]
+    d_table = population.iloc[released]
+    scores = achilles_scores(d_table, ranges=_public_ranges(data, tuple(population.columns)) or None)
+    if given is not None:
+        positions = np.arange(fixed.size)
+        selection = np.array(["given"] * fixed.size)
+    else:
+        positions, selection = select_targets(scores, n_vulnerable=n_vulnerable, n_random=n_random, rng=rng)
+    return RecordSetup(
+        population=population,
+        released=released,
+        auxiliary=auxiliary,
+        evaluation=evaluation,
+        targets=released[positions],
+        selection=np.asarray(selection, dtype=str),
+        vulnerability=scores[positions],
+    )
+
+
+def record_setup(game: _RecordGameBase, seed: int | np.random.SeedSequence) -> RecordSetup:
+    """The population split and targets of ``game`` for an experiment seed (the same in every trial)."""
+    entropy = seed.entropy if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed).entropy
+    return _setup_cached(_setup_key(game), int(entropy))  # type: ignore[arg-type]
+
+
+def _stream(entropy: int, tag: int, *extra: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([entropy, tag, *extra])
+
+
+def _balanced_labels(rounds: int, rng: np.random.Generator) -> np.ndarray:
+    labels = np.zeros(rounds, dtype=bool)
+    labels[: (rounds + 1) // 2] = True
+    rng.shuffle(labels)
+    return labels
+
+
+@dataclass(frozen=True, slots=True)
+class _RecordGameBase(Game):
+    """Shared parameters of the record-level games (documented on each game)."""
+
+    input_kinds: ClassVar[frozenset[str]] = frozenset({"table"})
+    knowledge: ClassVar[frozenset[str]] = frozenset({"nothing", "auxiliary"})
+
+    data: str = "adult"
+    columns: tuple[str, ...] | None = None
+    dataset_size: int = 1000
+    auxiliary_size: int = 10_000
+    evaluation_size: int = 10_000
+    rounds: int = 200
+    vulnerable_targets: int = 15
+    random_targets: int = 15
+    targets: tuple[int, ...] | None = None
+    n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.data not in TABLES:
+            raise ValueError(f"data must be one of {', '.join(TABLES)}, got {self.data!r}.")
+        if self.columns is not None:
+            if not isinstance(self.columns, tuple | list) or not all(isinstance(c, str) for c in self.columns):
+                raise TypeError(f"columns must be a list of column names, got {self.columns!r}.")
+            if len(self.columns) == 0 or len(set(self.columns)) != len(self.columns):
+                raise ValueError(f"columns must be distinct and at least one, got {list(self.columns)!r}.")
+            object.__setattr__(self, "columns", tuple(self.columns))
+        population = _population(self.data, self.columns)  # checks the columns
+        size = len(population)
+        n = check_int("dataset_size", self.dataset_size, low=2)
+        n_aux = check_int("auxiliary_size", self.auxiliary_size, low=n)
+        n_eval = check_int("evaluation_size", self.evaluation_size, low=n)
+        if n + n_aux + n_eval > size:
+            raise ValueError(
+                f"dataset_size + auxiliary_size + evaluation_size must be at most the {size:,} records of "
+                f"{self.data!r} (the three parts are disjoint), got {n} + {n_aux} + {n_eval} = {n + n_aux + n_eval}."
+            )
+        object.__setattr__(self, "rounds", check_int("rounds", self.rounds, low=2))
+        object.__setattr__(self, "n_boot", check_int("n_boot", self.n_boot, low=10))
+        if self.targets is not None:
+            if not isinstance(self.targets, tuple | list) or len(self.targets) == 0:
+                raise TypeError(f"targets must be a non-empty list of record ids, got {self.targets!r}.")
+            ids = tuple(check_int(f"targets[{k}]", t, low=0) for k, t in enumerate(self.targets))
+            bad = [t for t in ids if t >= size]
+            if bad:
+                raise ValueError(f"targets must be record ids of {self.data!r} (0 to {size - 1}), got {bad[0]}.")
+            if len(set(ids)) != len(ids) or len(ids) > n:
+                raise ValueError(f"targets must be distinct and at most dataset_size = {n}, got {list(ids)!r}.")
+            object.__setattr__(self, "targets", ids)
+        else:
+            nv = check_int("vulnerable_targets", self.vulnerable_targets, low=0)
+            nr = check_int("random_targets", self.random_targets, low=0)
+            if not 1 <= nv + nr <= n:
+                raise ValueError(
+                    f"vulnerable_targets + random_targets must be between 1 and dataset_size = {n}, got {nv} + {nr}."
+                )
+        object.__setattr__(self, "dataset_size", n)
+        object.__setattr__(self, "auxiliary_size", n_aux)
+        object.__setattr__(self, "evaluation_size", n_eval)
+
+    # -- what the subclasses choose ------------------------------------------------------------------------
+    def played(self) -> tuple[str, ...]:
+        """The games a trial plays, in order."""
+        raise NotImplementedError
+
+    def neighbours_of(self, game: str) -> str:
+        """The neighbouring relation of ``game``'s two worlds (the traditional game's is always replace-one)."""
+        return "replace"
+
+    # -- Game interface --------------------------------------------------------------------------------------
+    def trials_per_point(self) -> int:
+        return len(self.targets) if self.targets is not None else self.vulnerable_targets + self.random_targets
+
+    def mechanism_runs(self, attack: Attack) -> int:
+        return int(getattr(attack, "n_shadows", 0)) + self.rounds * len(self.played())
+
+    def setup(self, seed: np.random.SeedSequence) -> RecordSetup:
+        """The experiment's split and targets (:func:`record_setup`)."""
+        return record_setup(self, seed)
+
+    def knowledge_for(
+        self, setup: RecordSetup, target: int, mechanism: Mechanism, context: TrialContext | None
+    ) -> Knowledge:
+        """What the adversary knows about ``target``: auxiliary data, the record, n, black-box access."""
+        pop = setup.population
+        return Knowledge(
+            auxiliary=pop.iloc[setup.auxiliary].reset_index(drop=True),
+            targets=pop.iloc[[target]].reset_index(drop=True),
+            dataset_size=self.dataset_size,
+            oracle=BlackBox(
+                mechanism,
+                cache=None if context is None else context.cache,
+                progress=None if context is None else context.progress,
+            ),
+        )
+
+    def _worlds(self, game: str, setup: RecordSetup, target: int, entropy: int) -> tuple[np.ndarray, list[Any]]:
+        """The b of each round and a function of the round giving its (input ids, release seed)."""
+        tag = _TAG_TRADITIONAL if game == "traditional" else _TAG_MODEL_SEEDED
+        relation = self.neighbours_of(game)
+        root = _stream(entropy, tag, target, NEIGHBOURS.index(relation))
+        label_seed, *round_seeds = root.spawn(self.rounds + 1)
+        labels = _balanced_labels(self.rounds, np.random.default_rng(label_seed))
+        n = self.dataset_size
+        fixed = setup.released[setup.released != target]
+        plans = []
+        for b, seed in zip(labels, round_seeds, strict=True):
+            data_seed, release_seed = seed.spawn(2)
+            rng = np.random.default_rng(data_seed)
+            if game == "traditional":
+                drawn = setup.evaluation[rng.choice(setup.evaluation.size, size=n, replace=False)]
+                base, reference = drawn[:-1], drawn[-1]
+            else:
+                base, reference = fixed, setup.evaluation[rng.integers(setup.evaluation.size)]
+            if b:
+                ids = np.append(base, target)
+            elif relation == "replace":
+                ids = np.append(base, reference)
+            else:
+                ids = base
+            plans.append((ids, release_seed, -1 if b else (int(reference) if relation == "replace" else -2)))
+        return labels, plans
+
+    def play(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        context: TrialContext | None = None,
+    ) -> TrialOutcome:
+        setup = self.setup(seed)
+        index = int(seed.spawn_key[-1]) if seed.spawn_key else 0
+        if not 0 <= index < setup.targets.size:
+            raise ValueError(f"trial {index} has no target: the game has {setup.targets.size} targets.")
+        target = int(setup.targets[index])
+        entropy = int(seed.entropy)  # type: ignore[arg-type]
+        knowledge = self.knowledge_for(setup, target, mechanism, context)
+        fitted = attack.fit(knowledge, rng=np.random.default_rng(_stream(entropy, _TAG_ATTACK, target)))
+        threshold = float(fitted.threshold)
+        cache = None if context is None else context.cache
+        progress = None if context is None else context.progress
+        claim = mechanism.privacy_claim()
+        scores: list[float] = []
+        labels: list[np.ndarray] = []
+        codes: list[np.ndarray] = []
+        references: list[np.ndarray] = []
+        claim_applies: list[bool] = []
+        for code, game in enumerate(GAMES_PLAYED):
+            if game not in self.played():
+                continue
+            b, plans = self._worlds(game, setup, target, entropy)
+            for start in range(0, len(plans), _CHUNK):
+                chunk = plans[start : start + _CHUNK]
+                tables = [setup.population.iloc[ids].reset_index(drop=True) for ids, _, _ in chunk]
+                releases = cached_release_many(
+                    mechanism, tables, seeds=[s for _, s, _ in chunk], cache=cache, progress=progress
+                )
+                scores.extend(float(fitted.score(r, np.zeros(1, dtype=np.intp))[0]) for r in releases)
+            labels.append(b)
+            codes.append(np.full(self.rounds, code, dtype=np.int8))
+            references.append(np.array([ref for _, _, ref in plans], dtype=np.int64))
+            claim_applies.append(claim is not None and claim.neighbouring == _RELATION[self.neighbours_of(game)])
+        score_arr = np.asarray(scores, dtype=np.float64)
+        return TrialOutcome(
+            scores=score_arr,
+            membership=np.concatenate(labels),
+            arrays={
+                "game": np.concatenate(codes),
+                "reference": np.concatenate(references),
+                "guess": score_arr >= threshold,
+                "record": np.array([target], dtype=np.int64),
+                "selection": np.array([SELECTIONS.index(str(setup.selection[index]))], dtype=np.int8),
+                "vulnerability": np.array([setup.vulnerability[index]], dtype=np.float64),
+                "claim_applies": np.array(claim_applies, dtype=bool),
+            },
+        )
+
+    # -- analysis ----------------------------------------------------------------------------------------------
+    def record_rows(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> list[dict[str, Any]]:
+        entropy = int(seed.entropy)  # type: ignore[arg-type]
+        record = int(outcome.arrays["record"][0])
+        rows = []
+        for k, code in enumerate(np.unique(outcome.arrays["game"])):
+            game = GAMES_PLAYED[int(code)]
+            part = outcome.arrays["game"] == code
+            s, b = outcome.scores[part], outcome.membership[part]
+            rng = np.random.default_rng(_stream(entropy, _TAG_ANALYSIS, record, int(code)))
+            auc, auc_low, auc_high = auc_interval(s, b, confidence=settings.confidence, n_boot=self.n_boot, rng=rng)
+            acc, acc_low, acc_high = accuracy_interval(outcome.arrays["guess"][part], b, confidence=settings.confidence)
+            row: dict[str, Any] = {
+                "record": record,
+                "game": game,
+                "selection": SELECTIONS[int(outcome.arrays["selection"][0])],
+                "vulnerability": float(outcome.arrays["vulnerability"][0]),
+                "neighbouring": self.neighbours_of(game),
+                "rounds": int(part.sum()),
+                "auc": auc,
+                "auc_low": auc_low,
+                "auc_high": auc_high,
+                "accuracy": acc,
+                "accuracy_low": acc_low,
+                "accuracy_high": acc_high,
+            }
+            for fpr in TPR_FPRS:
+                tpr, realised = tpr_at_fpr(s, b, fpr)
+                row[f"tpr_at_fpr_{fpr:g}"] = tpr
+                row[f"fpr_realised_{fpr:g}"] = realised
+            audit = audit_scores(
+                s[b],
+                s[~b],
+                confidence=settings.confidence,
+                delta=settings.delta,
+                threshold=Split(seed=int(rng.integers(2**62))),
+            )
+            row["epsilon_lb"] = audit.epsilon
+            row["claim_applies"] = bool(outcome.arrays["claim_applies"][k])
+            rows.append(row)
+        return rows
+
+    def analyse_trial(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> dict[str, float | int]:
+        rows = self.record_rows(outcome, settings, seed=seed)
+        out: dict[str, Any] = {
+            "record": rows[0]["record"],
+            "selection": rows[0]["selection"],
+            "vulnerability": rows[0]["vulnerability"],
+        }
+        for row in rows:
+            suffix = row["game"].replace("-", "_")
+            for key in ("auc", "auc_low", "auc_high", "accuracy", "epsilon_lb"):
+                out[f"{key}_{suffix}"] = row[key]
+        return out
+
+    def summarise(
+        self,
+        rows: pd.DataFrame,
+        settings: AnalysisSettings,
+        load_outcome: Callable[[int], TrialOutcome],
+    ) -> dict[str, float | int]:
+        out: dict[str, Any] = {
+            "epsilon_analytic": float(rows["epsilon_analytic"].iloc[0]),
+            "n_records": len(rows),
+        }
+        for game in self.played():
+            suffix = game.replace("-", "_")
+            out[f"auc_mean_{suffix}"] = float(rows[f"auc_{suffix}"].mean())
+            out[f"epsilon_lb_max_{suffix}"] = float(rows[f"epsilon_lb_{suffix}"].max())
+        if set(GAMES_PLAYED) <= set(self.played()):
+            ms = rows["auc_model_seeded"].to_numpy(dtype=float)
+            tr = rows["auc_traditional"].to_numpy(dtype=float)
+            out["rmsd"] = rmsd(ms, tr)
+            for t in MISS_RATE_THRESHOLDS:
+                out[f"miss_rate_{t:g}"] = miss_rate(ms, tr, t)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TraditionalRecordGame(_RecordGameBase):
+    """Krčo et al.'s traditional record game: a fresh dataset every round (the dataset-averaged risk).
+
+    Parameters
+    ----------
+    data : {"adult", "compas"}, default="adult"
+        The population (a shipped table; record ids are its row numbers, Adult's train then test split).
+    columns : tuple of str or None, default=None
+        The columns used (``None``: all).
+    dataset_size : int, default=1000
+        n, the size of the released dataset D and of every dataset the mechanism is run on (≥ 2).
+    auxiliary_size, evaluation_size : int, default=10000
+        Sizes of the adversary's auxiliary data and of the evaluation pool (each ≥ n); D and the two pools are
+        disjoint, so n + both sizes must not exceed the population.
+    rounds : int, default=200
+        Rounds per game and target (≥ 2), half with the target (a seeded shuffle).
+    vulnerable_targets, random_targets : int, default=15
+        Targets chosen from D: the most vulnerable by the Achilles score, and uniformly random others.
+    targets : tuple of int or None, default=None
+        Record ids to use as targets instead (they are put in D).
+    n_boot : int, default=1000
+        Bootstrap resamples of the AUC interval.
+
+    Notes
+    -----
+    Threat model: the adversary of :mod:`attacks.knowledge` (auxiliary data, the target, n, black-box access to
+    the mechanism) trains its attack once per target; the challenger's secret is b per round.  Random per round:
+    D̄ (n − 1 fresh records of the evaluation pool), the reference record, b, and the mechanism's seed.  Per record:
+    AUC with a stratified bootstrap interval, accuracy of the attack's own guesses with the Hoeffding interval,
+    TPR at FPR 0.01 and 0.1 (with the realised FPR), and the Clopper–Pearson ε lower bound of the rounds
+    (threshold chosen on a random half, bound on the other), sound under replace-one neighbours.
+
+    References
+    ----------
+    .. [1] N. Krčo, F. Guépin, M. Meeus, B. Kulynych, Y.-A. de Montjoye. Lost in the Averages: Reassessing
+       Record-Specific Privacy Risk Evaluation. arXiv:2405.15423.
+    """
+
+    name: ClassVar[str] = "record-traditional"
+
+    def played(self) -> tuple[str, ...]:
+        return ("traditional",)
+
+
+@dataclass(frozen=True, slots=True)
+class _SeededBase(_RecordGameBase):
+    """The record games that play the model-seeded game, with its neighbouring relation."""
+
+    neighbours: str = "replace"
+
+    def __post_init__(self) -> None:
+        if self.neighbours not in NEIGHBOURS:
+            raise ValueError(f"neighbours must be one of {', '.join(NEIGHBOURS)}, got {self.neighbours!r}.")
+        _RecordGameBase.__post_init__(self)
+
+    def neighbours_of(self, game: str) -> str:
+        return "replace" if game == "traditional" else self.neighbours
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSeededRecordGame(_SeededBase):
+    """Krčo et al.'s model-seeded record game: the released dataset fixed, only the mechanism's seed varies.
+
+    Parameters
+    ----------
+    neighbours : {"replace", "add-remove"}, default="replace"
+        b = 0 releases A(D̄ ∪ {reference}) (replace-one; the paper's code) or A(D̄) (add/remove-one).
+    data, columns, dataset_size, auxiliary_size, evaluation_size, rounds, vulnerable_targets, random_targets, \
+targets, n_boot
+        As :class:`TraditionalRecordGame`.
+
+    Notes
+    -----
+    Threat model as :class:`TraditionalRecordGame`; random per round: only b, the reference record and the
+    mechanism's seed; D̄ = D \\ {target} is the same in every round.  The rounds are independent runs on
+    neighbouring datasets, so the record's ε lower bound is a sound DP audit under ``neighbours`` (the
+    ``claim_applies`` column says whether that is the relation of the mechanism's claim).
+
+    References
+    ----------
+    .. [1] N. Krčo, F. Guépin, M. Meeus, B. Kulynych, Y.-A. de Montjoye. Lost in the Averages: Reassessing
+       Record-Specific Privacy Risk Evaluation. arXiv:2405.15423.
+    """
+
+    name: ClassVar[str] = "record-model-seeded"
+
+    def played(self) -> tuple[str, ...]:
+        return ("model-seeded",)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordGames(_SeededBase):
+    """Both record games on the same targets with the same trained attack (miss rate and RMSD need the pair).
+
+    Parameters
+    ----------
+    neighbours : {"replace", "add-remove"}, default="replace"
+        The model-seeded game's neighbouring relation (:class:`ModelSeededRecordGame`).
+    data, columns, dataset_size, auxiliary_size, evaluation_size, rounds, vulnerable_targets, random_targets, \
+targets, n_boot
+        As :class:`TraditionalRecordGame`.
+
+    Notes
+    -----
+    Each trial (target) trains the attack once and plays ``rounds`` traditional and ``rounds`` model-seeded
+    rounds.  The summary adds the RMSD between the two games' per-record AUCs and the miss rate MR(t), t ∈ {0.6,
+    0.7, 0.8, 0.9}: the share of the records with model-seeded AUC ≥ t whose traditional AUC is below t.
+
+    References
+    ----------
+    .. [1] N. Krčo, F. Guépin, M. Meeus, B. Kulynych, Y.-A. de Montjoye. Lost in the Averages: Reassessing
+       Record-Specific Privacy Risk Evaluation. arXiv:2405.15423.
+    """
+
+    name: ClassVar[str] = "record"
+
+    def played(self) -> tuple[str, ...]:
+        return GAMES_PLAYED

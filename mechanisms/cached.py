@@ -1,0 +1,92 @@
+"""Releases through the artefact cache: a mechanism's output on given data with a given seed, computed once.
+
+A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the input
+data's content, the seed's entropy and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
+Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; other releases are
+recomputed every time until a codec for them is added here (trained models will bring theirs).  Shadow
+modelling (``attacks/``) and the record games (``games/record.py``) both go through these functions, so a killed
+run resumes without repeating a finished generator run, and two games on the same target share their shadows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.cache import ArtefactCache, content_hash, make_key, privgame_version, seed_identity
+from mechanisms._base import Mechanism
+
+__all__ = ["cached_release", "cached_release_many", "release_key"]
+
+
+def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -> str | None:
+    """The cache key of ``mechanism.release(data, rng=default_rng(seed))``; ``None`` when it is not cacheable."""
+    if mechanism.release_kind != "table" or not isinstance(data, pd.DataFrame | np.ndarray):
+        return None
+    return make_key(
+        artefact="release",
+        mechanism=mechanism,
+        privgame=privgame_version(),
+        data=content_hash(data),
+        seed=seed_identity(seed),
+    )
+
+
+def cached_release_many(
+    mechanism: Mechanism,
+    data: Sequence[Any],
+    *,
+    seeds: Sequence[np.random.SeedSequence],
+    cache: ArtefactCache | None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """``[mechanism.release(d, rng=default_rng(s)) for d, s in zip(data, seeds)]``, through the cache.
+
+    The runs that are not cached go to ``mechanism.release_runs`` in one batch (so a mechanism that batches does),
+    and each result is stored as soon as the batch returns.  ``progress(k)`` is called with the number of runs
+    finished (cached ones included).
+    """
+    if len(data) != len(seeds):
+        raise ValueError(f"cached_release_many needs one seed per input, got {len(data)} and {len(seeds)}.")
+    out: list[Any] = [None] * len(data)
+    keys = [release_key(mechanism, d, s) if cache is not None else None for d, s in zip(data, seeds, strict=True)]
+    todo = []
+    for i, key in enumerate(keys):
+        hit = cache.get_table(key) if cache is not None and key is not None else None
+        if hit is None:
+            todo.append(i)
+        else:
+            out[i] = hit
+    if progress is not None and len(todo) < len(data):
+        progress(len(data) - len(todo))
+    if not todo:
+        return out
+    if type(mechanism).release_runs is Mechanism.release_runs:
+        # no batching to gain: run and store one at a time, so a kill loses at most the run in flight
+        for i in todo:
+            out[i] = _store(cache, keys[i], mechanism.release(data[i], rng=np.random.default_rng(seeds[i])))
+            if progress is not None:
+                progress(1)
+        return out
+    fresh = mechanism.release_runs([data[i] for i in todo], rngs=[np.random.default_rng(seeds[i]) for i in todo])
+    for i, release in zip(todo, fresh, strict=True):
+        out[i] = _store(cache, keys[i], release)
+    if progress is not None:
+        progress(len(todo))
+    return out
+
+
+def _store(cache: ArtefactCache | None, key: str | None, release: Any) -> Any:
+    if cache is not None and key is not None:
+        cache.put_table(key, release)
+    return release
+
+
+def cached_release(
+    mechanism: Mechanism, data: Any, *, seed: np.random.SeedSequence, cache: ArtefactCache | None
+) -> Any:
+    """``mechanism.release(data, rng=default_rng(seed))``, through the cache (see :func:`cached_release_many`)."""
+    return cached_release_many(mechanism, [data], seeds=[seed], cache=cache)[0]

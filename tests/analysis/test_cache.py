@@ -1,0 +1,175 @@
+"""The content-addressed artefact cache: keys, hits, misses on every component, damage, bad directories."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.cache import ArtefactCache, CacheError, content_hash, make_key, seed_identity
+from mechanisms.cached import cached_release, release_key
+from mechanisms.synth import PrivBayes, Synthpop
+
+
+def _table(n: int = 30) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "a": pd.Categorical(rng.choice(list("xyz"), n), categories=list("xyzw")),
+            "b": rng.integers(0, 100, n),
+            "c": rng.random(n),
+        }
+    )
+
+
+def test_key_is_order_insensitive_but_type_sensitive():
+    assert make_key(a=1, b="x") == make_key(b="x", a=1)
+    assert len({make_key(a=1), make_key(a=1.0), make_key(a="1"), make_key(a=True), make_key(a=(1,))}) == 5
+    with pytest.raises(TypeError, match="cache key component"):
+        make_key(a=object())
+
+
+def test_content_hash_sees_values_order_dtypes_and_categories():
+    t = _table()
+    h = content_hash(t)
+    assert content_hash(t.copy()) == h
+    assert content_hash(t.set_axis(range(100, 130))) == h  # the index is not content
+    assert content_hash(t.iloc[::-1].reset_index(drop=True)) != h  # row order is
+    changed = t.copy()
+    changed.loc[3, "b"] += 1
+    assert content_hash(changed) != h
+    assert content_hash(t.astype({"b": "int32"})) != h
+    assert content_hash(t.assign(a=t["a"].cat.set_categories(list("xyz")))) != h
+    assert content_hash(t.rename(columns={"c": "d"})) != h
+
+
+def test_tables_arrays_and_json_round_trip(tmp_path):
+    cache = ArtefactCache(tmp_path)
+    t = _table()
+    key = make_key(x=1)
+    assert cache.get_table(key) is None
+    cache.put_table(key, t)
+    back = cache.get_table(key)
+    pd.testing.assert_frame_equal(back, t)
+    assert list(back["a"].cat.categories) == list("xyzw")  # unused categories survive
+    cache.put_arrays(key, {"u": np.arange(5), "v": np.ones((2, 3))})
+    arrays = cache.get_arrays(key)
+    assert arrays is not None and np.array_equal(arrays["u"], np.arange(5))
+    cache.put_json(key, {"sigma": 1.5})
+    assert cache.get_json(key) == {"sigma": 1.5}
+    with pytest.raises(TypeError, match="dtype object"):
+        cache.put_arrays(key, {"o": np.array([object()])})
+
+
+def test_every_key_component_misses(tmp_path):
+    data = _table()
+    seed = np.random.SeedSequence(3, spawn_key=(1, 2))
+    base = release_key(Synthpop(), data, seed)
+    other_data = data.copy()
+    other_data.loc[0, "c"] = 0.5
+    variants = [
+        release_key(Synthpop(minbucket=6), data, seed),  # a parameter
+        release_key(PrivBayes(epsilon=1.0, ranges=(("b", 0, 100), ("c", 0, 1))), data, seed),  # the class
+        release_key(Synthpop(), other_data, seed),  # the input's content
+        release_key(Synthpop(), data, np.random.SeedSequence(4, spawn_key=(1, 2))),  # the entropy
+        release_key(Synthpop(), data, np.random.SeedSequence(3, spawn_key=(1, 3))),  # the spawn key
+        release_key(Synthpop(), data.iloc[:29], seed),  # the size
+        release_key(Synthpop(n_rows=10), data, seed),  # the output size
+    ]
+    assert base is not None and len({base, *variants}) == len(variants) + 1
+
+
+def test_the_version_is_part_of_the_key(monkeypatch):
+    import mechanisms.cached as cached
+
+    data, seed = _table(), np.random.SeedSequence(1)
+    before = release_key(Synthpop(), data, seed)
+    monkeypatch.setattr(cached, "privgame_version", lambda: "999.0")
+    assert release_key(Synthpop(), data, seed) != before
+
+
+def test_cached_release_equals_a_fresh_one_and_hits(tmp_path):
+    cache = ArtefactCache(tmp_path)
+    data, seed = _table(), np.random.SeedSequence(9)
+    fresh = Synthpop().release(data, rng=np.random.default_rng(np.random.SeedSequence(9)))
+    first = cached_release(Synthpop(), data, seed=seed, cache=cache)
+    second = cached_release(Synthpop(), data, seed=seed, cache=cache)
+    pd.testing.assert_frame_equal(first, fresh)
+    pd.testing.assert_frame_equal(second, fresh)
+    assert cache.hits == 1 and cache.misses == 1
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "marker"])
+def test_a_damaged_entry_is_reported_deleted_and_missed(tmp_path, damage):
+    cache = ArtefactCache(tmp_path)
+    key = make_key(x=2)
+    cache.put_table(key, _table())
+    path = cache.path("table", key)
+    payload = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(payload[: len(payload) // 2])
+    elif damage == "flip":
+        path.write_bytes(payload[:-20] + bytes(b ^ 0xFF for b in payload[-20:]))
+    else:
+        path.with_suffix(".sha256").write_text("0" * 64)
+    with pytest.warns(UserWarning, match="corrupted cache entry"):
+        assert cache.get_table(key) is None
+    assert not path.exists() and not cache.contains("table", key)
+
+
+def test_an_entry_without_its_marker_is_a_miss(tmp_path):
+    cache = ArtefactCache(tmp_path)
+    key = make_key(x=3)
+    cache.put_table(key, _table())
+    cache.path("table", key).with_suffix(".sha256").unlink()  # a kill between the two writes
+    assert cache.get_table(key) is None
+
+
+def test_bad_cache_directories(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(CacheError, match="must be a directory, got the file"):
+        ArtefactCache(f)
+    with pytest.raises(CacheError, match="must be a writable directory"):
+        ArtefactCache(f / "sub")
+    if os.geteuid() != 0:  # root writes anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        with pytest.raises(CacheError, match="must be a writable directory"):
+            ArtefactCache(ro)
+
+
+def test_keys_must_be_digests(tmp_path):
+    cache = ArtefactCache(tmp_path)
+    with pytest.raises(ValueError, match="SHA-256 hex digest"):
+        cache.get_table("../../etc/passwd")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        cache.path("pickle", make_key(x=1))
+
+
+def test_seed_identity_and_pickling(tmp_path):
+    import pickle
+
+    s = np.random.SeedSequence(5, spawn_key=(1,))
+    assert seed_identity(s)["spawn_key"] == [1]
+    cache = pickle.loads(pickle.dumps(ArtefactCache(tmp_path)))  # joblib sends it to workers
+    assert cache.root == tmp_path
+
+
+def test_no_pickle_loads_in_the_library():
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    pattern = re.compile(r"pickle\.loads?\(|joblib\.load\(|allow_pickle=True|torch\.load\(")
+    offenders = [
+        str(p.relative_to(root))
+        for package in ("analysis", "attacks", "games", "mechanisms")
+        for p in (root / package).rglob("*.py")
+        if pattern.search(p.read_text())
+    ]
+    assert offenders == []

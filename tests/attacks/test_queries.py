@@ -1,0 +1,100 @@
+"""Counting-query features: the zeta transform against brute force, sampled subsets, the attack's options."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attacks._tables import TableSchema
+from attacks.queries import CountingQueries, match_masks, sample_subsets, superset_counts
+
+
+def _brute(codes, target, numeric, rule):
+    d = codes.shape[1]
+    out = np.zeros(1 << d, dtype=np.int64)
+    for s in range(1 << d):
+        ok = np.ones(codes.shape[0], dtype=bool)
+        for j in range(d):
+            if s >> j & 1:
+                ok &= (codes[:, j] >= target[j]) if (numeric[j] and rule == "ge") else (codes[:, j] == target[j])
+        out[s] = ok.sum()
+    return out
+
+
+@pytest.mark.parametrize("rule", ["ge", "eq"])
+@pytest.mark.parametrize("seed", range(6))
+def test_zeta_counts_equal_brute_force(rule, seed):
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 60)), int(rng.integers(1, 8))
+    numeric = rng.random(d) < 0.5
+    codes = np.where(numeric, rng.integers(0, 6, (n, d)), rng.integers(0, 3, (n, d))).astype(float)
+    target = codes[rng.integers(n)] if rng.random() < 0.7 else rng.integers(0, 3, d).astype(float)
+    got = superset_counts(match_masks(codes, target, numeric, rule), d)
+    assert np.array_equal(got, _brute(codes, target, numeric, rule))
+    assert got[0] == n
+
+
+def test_counts_on_a_real_table_through_the_schema():
+    rng = np.random.default_rng(1)
+    table = pd.DataFrame(
+        {"c": pd.Categorical(rng.choice(list("ab"), 40), categories=list("abc")), "x": rng.integers(0, 5, 40)}
+    )
+    schema = TableSchema.of(table)
+    codes, target = schema.codes(table), schema.codes(table.iloc[[0]])[0]
+    counts = superset_counts(match_masks(codes, target, ~schema.categorical, "ge"), 2)
+    assert counts[1] == (table["c"] == table["c"][0]).sum()
+    assert counts[2] == (table["x"] >= table["x"][0]).sum()
+    assert counts[3] == ((table["c"] == table["c"][0]) & (table["x"] >= table["x"][0])).sum()
+
+
+def test_sampled_subsets_have_the_asked_orders_and_are_capped():
+    subsets = sample_subsets(6, (3, 20, 500), rng=np.random.default_rng(0))
+    orders = [int(s).bit_count() for s in subsets]
+    assert orders.count(1) == 3 and orders.count(2) == 15 and orders.count(3) == math.comb(6, 3)
+    assert len(set(subsets.tolist())) == len(subsets)
+    again = sample_subsets(6, (3, 20, 500), rng=np.random.default_rng(0))
+    assert np.array_equal(subsets, again)
+
+
+def test_match_rule_and_size_errors():
+    with pytest.raises(ValueError, match="numeric_match must be one of"):
+        match_masks(np.zeros((2, 2)), np.zeros(2), np.zeros(2, dtype=bool), "gt")
+    with pytest.raises(ValueError, match="at most 62 attributes"):
+        match_masks(np.zeros((2, 63)), np.zeros(63), np.zeros(63, dtype=bool))
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "match"),
+    [
+        ({"orders": ()}, TypeError, "orders must be a non-empty list"),
+        ({"orders": (0, 0)}, ValueError, "at least one query"),
+        ({"orders": (1, -1)}, ValueError, r"orders\[1\] must be"),
+        ({"n_estimators": 0}, ValueError, "n_estimators must be"),
+        ({"max_depth": 0}, ValueError, "max_depth must be"),
+        ({"n_jobs": 0}, ValueError, "n_jobs must be"),
+    ],
+)
+def test_attack_parameter_errors(params, error, match):
+    with pytest.raises(error, match=match):
+        CountingQueries(**params)
+
+
+def test_all_subsets_refuses_too_many_columns():
+    from attacks.knowledge import BlackBox, Knowledge
+    from mechanisms.synth import Synthpop
+
+    wide = pd.DataFrame({f"c{j}": np.arange(30) for j in range(21)})
+    knowledge = Knowledge(wide, wide.iloc[[0]], 10, BlackBox(Synthpop()))
+    with pytest.raises(ValueError, match="at most 20 columns"):
+        CountingQueries().featuriser(knowledge, rng=np.random.default_rng(0))
+    features = CountingQueries(subsets="sampled", orders=(2, 3)).featuriser(knowledge, rng=np.random.default_rng(0))
+    assert features(wide).shape == (5,)
+
+
+def test_brute_force_on_a_case_done_by_hand():
+    codes = np.array([[0, 1], [0, 2], [1, 1]], dtype=float)
+    counts = _brute(codes, np.array([0.0, 1.0]), np.array([False, True]), "ge")
+    assert list(counts) == [3, 2, 3, 2]

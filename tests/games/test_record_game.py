@@ -1,0 +1,345 @@
+"""The record-level games (Krčo et al.): worlds, disjoint pools, known-risk generators, cache, resume, seeding."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.cache import ArtefactCache
+from attacks import ClosestDistance, CountingQueries, ExactCopies
+from games._base import AnalysisSettings, TrialContext
+from games.config import ConfigError, load_config
+from games.record import ModelSeededRecordGame, RecordGames, TraditionalRecordGame, record_setup
+from games.runner import run_experiment
+from games.store import ResultsStore
+
+PLUGINS = Path(__file__).parent / "plugins"
+sys.path.insert(0, str(PLUGINS))
+from known_risk_mechanisms import CopyTable, IgnoreInput  # noqa: E402  (importing registers nothing)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _plugin_registered():
+    """The config plugin registers the test mechanisms; keep them registered for this module only."""
+    from games.registry import MECHANISMS
+
+    __import__("record_test_mechanisms")
+    for cls in (CopyTable, IgnoreInput):
+        if cls.name not in MECHANISMS:
+            MECHANISMS.register(cls)
+    yield
+    for cls in (CopyTable, IgnoreInput):
+        MECHANISMS.unregister(cls.name)
+
+
+COLUMNS = ("age", "workclass", "education", "sex", "hours_per_week", "income")
+SMALL = {
+    "columns": COLUMNS,
+    "dataset_size": 50,
+    "auxiliary_size": 400,
+    "evaluation_size": 400,
+    "rounds": 40,
+    "vulnerable_targets": 1,
+    "random_targets": 1,
+}
+SEED = np.random.SeedSequence(11, spawn_key=(0, 0))
+
+
+class Recorder:
+    """A mechanism wrapper that remembers every input it was run on (in-process only)."""
+
+    def __init__(self) -> None:
+        self.inputs: list[pd.DataFrame] = []
+
+
+def _inputs_of(game, target_index: int = 0, relation_game: str | None = None):
+    """The (ids, label) of every round of each game the trial plays, straight from the game's plan."""
+    seed = np.random.SeedSequence(11, spawn_key=(0, target_index))
+    setup = game.setup(seed)
+    target = int(setup.targets[target_index])
+    out = {}
+    for g in game.played():
+        labels, plans = game._worlds(g, setup, target, int(seed.entropy))
+        out[g] = (labels, [ids for ids, _, _ in plans], [ref for _, _, ref in plans])
+    return setup, target, out
+
+
+def test_pools_are_disjoint_and_targets_are_released():
+    game = RecordGames(**SMALL)
+    setup = game.setup(SEED)
+    parts = [set(setup.released), set(setup.auxiliary), set(setup.evaluation)]
+    assert [len(p) for p in parts] == [50, 400, 400]
+    assert not (parts[0] & parts[1]) and not (parts[0] & parts[2]) and not (parts[1] & parts[2])
+    assert set(setup.targets) <= parts[0]
+    assert list(setup.selection) == ["achilles", "random"]
+    # the same experiment seed gives the same split, whatever the grid point
+    other = record_setup(game, np.random.SeedSequence(11, spawn_key=(3, 1)))
+    assert np.array_equal(other.released, setup.released) and np.array_equal(other.targets, setup.targets)
+
+
+@pytest.mark.parametrize("neighbours", ["replace", "add-remove"])
+def test_model_seeded_out_world_never_holds_the_target_and_dbar_is_fixed(neighbours):
+    game = ModelSeededRecordGame(**SMALL, neighbours=neighbours)
+    setup, target, plans = _inputs_of(game)
+    labels, inputs, refs = plans["model-seeded"]
+    assert labels.sum() == 20 and (~labels).sum() == 20
+    dbar = set(setup.released) - {target}
+    for b, ids, ref in zip(labels, inputs, refs, strict=True):
+        assert len(set(ids)) == len(ids)
+        if b:
+            assert set(ids) == dbar | {target}
+        else:
+            assert target not in ids
+            if neighbours == "replace":
+                assert set(ids) == dbar | {ref} and ref in set(setup.evaluation)
+            else:
+                assert set(ids) == dbar
+        assert list(ids[: len(dbar)]) == list(inputs[0][: len(dbar)])  # D̄ identical (same order) every round
+
+
+def test_traditional_dbar_is_fresh_and_never_overlaps_the_released_data():
+    game = TraditionalRecordGame(**SMALL)
+    setup, target, plans = _inputs_of(game)
+    labels, inputs, _ = plans["traditional"]
+    released, evaluation = set(setup.released), set(setup.evaluation)
+    bases = []
+    for b, ids in zip(labels, inputs, strict=True):
+        base = set(ids[:-1])
+        assert len(ids) == 50 and base <= evaluation and not (base & released)
+        assert (ids[-1] == target) == bool(b)
+        if not b:
+            assert ids[-1] in evaluation and ids[-1] not in base
+        bases.append(frozenset(base))
+    assert len(set(bases)) == len(bases)  # a fresh D̄ every round
+
+
+def _play(game, mechanism, attack, target_index=0, cache=None):
+    seed = np.random.SeedSequence(11, spawn_key=(0, target_index))
+    outcome = game.play(mechanism, attack, seed=seed, context=TrialContext(cache=cache))
+    return outcome, game.record_rows(outcome, AnalysisSettings(), seed=seed)
+
+
+def test_a_copying_generator_gives_auc_one_and_an_ignoring_one_auc_one_half():
+    game = RecordGames(**SMALL)
+    attack = ClosestDistance(n_shadows=20)
+    _, rows = _play(game, CopyTable(), attack)
+    for row in rows:
+        assert row["auc"] == 1.0 and row["auc_low"] <= 1.0 <= row["auc_high"]
+        assert row["accuracy"] == 1.0
+        assert row["epsilon_lb"] > 0.5  # 20 + 20 rounds all correct: a positive sound bound
+    _, rows = _play(game, IgnoreInput(), attack)
+    for row in rows:
+        assert row["auc_low"] <= 0.5 <= row["auc_high"]
+        assert row["epsilon_lb"] == 0.0
+
+
+def test_counting_queries_on_a_copying_generator_and_trial_row():
+    game = RecordGames(**SMALL)
+    outcome, rows = _play(game, CopyTable(), CountingQueries(n_shadows=20, n_estimators=20))
+    assert {r["game"] for r in rows} == {"traditional", "model-seeded"}
+    assert all(r["auc"] > 0.9 for r in rows)
+    trial_row = game.analyse_trial(outcome, AnalysisSettings(), seed=np.random.SeedSequence(11, spawn_key=(0, 0)))
+    assert trial_row["auc_traditional"] == next(r for r in rows if r["game"] == "traditional")["auc"]
+
+
+def test_exact_copies_picks_the_rarest_numeric_column():
+    game = RecordGames(**SMALL)
+    setup = game.setup(SEED)
+    knowledge = game.knowledge_for(setup, int(setup.targets[0]), CopyTable(), None)
+    assert ExactCopies().choose_column(knowledge) in ("age", "hours_per_week")
+    with pytest.raises(ValueError, match="column must be one of the numeric columns"):
+        ExactCopies(column="sex").choose_column(knowledge)
+
+
+def test_two_games_share_the_shadows_through_the_cache(tmp_path):
+    cache = ArtefactCache(tmp_path / "cache")
+    log = tmp_path / "calls.log"
+    attack = ClosestDistance(n_shadows=20)
+    common = {**SMALL, "vulnerable_targets": 1, "random_targets": 0}
+    _play(TraditionalRecordGame(**common), CopyTable(log=str(log)), attack, cache=cache)
+    first = len(log.read_text().split())
+    assert first == 20 + 40
+    _play(ModelSeededRecordGame(**common), CopyTable(log=str(log)), attack, cache=cache)
+    assert len(log.read_text().split()) - first == 40  # its 20 shadows were cached by the other game
+    # and everything again is free
+    before = len(log.read_text().split())
+    _, rows = _play(RecordGames(**common), CopyTable(log=str(log)), attack, cache=cache)
+    assert len(log.read_text().split()) == before
+    _, fresh = _play(RecordGames(**common), CopyTable(), attack, cache=None)
+    assert rows == fresh  # a cached run gives exactly the uncached numbers
+
+
+def _quick_config(tmp_path: Path, log: Path, sleep: float = 0.0, **game) -> Path:
+    text = f"""
+[experiment]
+name = "record-test"
+seed = 5
+plugins = ["record_test_mechanisms"]
+
+[game]
+name = "record"
+columns = {list(COLUMNS)!r}
+dataset_size = 50
+auxiliary_size = 400
+evaluation_size = 400
+rounds = {game.get("rounds", 20)}
+vulnerable_targets = 1
+random_targets = 1
+
+[mechanism]
+name = "test-copy-table"
+log = "{log}"
+sleep = {sleep}
+
+[attack]
+name = "closest-distance"
+n_shadows = 20
+""".replace("'", '"')
+    path = tmp_path / "record.toml"
+    path.write_text(text)
+    return path
+
+
+def test_n_jobs_one_and_two_give_identical_records(tmp_path):
+    config = load_config(_quick_config(tmp_path, tmp_path / "log"))
+    assert config.repetitions == 2  # one trial per target
+    a = run_experiment(config, tmp_path / "a", n_jobs=1, progress=False)
+    b = run_experiment(config, tmp_path / "b", n_jobs=2, progress=False)
+    pd.testing.assert_frame_equal(a.records(), b.records())
+    ra, rb = a.rows().drop(columns="seconds"), b.rows().drop(columns="seconds")
+    pd.testing.assert_frame_equal(ra, rb)
+    assert (tmp_path / "a" / "records.parquet").exists()
+
+
+def test_resume_after_sigkill_mid_target_repeats_no_cached_generator_run(tmp_path):
+    log, cache_dir, out = tmp_path / "calls.log", tmp_path / "cache", tmp_path / "out"
+    path = _quick_config(tmp_path, log, sleep=0.05)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "games.cli", "run", str(path), "--out", str(out), "--cache-dir", str(cache_dir)]
+    proc = subprocess.Popen([*cmd, "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # kill in the middle of the first target's 20 + 2 × 20 runs
+        if log.exists() and len(log.read_text().split()) >= 35:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    calls_before = len(log.read_text().split())
+    assert calls_before < 60, "the run finished its first target before it could be killed"
+    cached = len(list(cache_dir.rglob("*.sha256")))
+    assert cached >= calls_before - 1  # at most the run in flight was lost
+    log.write_text("")
+    store = run_experiment(load_config(path), out, cache=ArtefactCache(cache_dir), progress=False)
+    total = 2 * (20 + 2 * 20)
+    assert len(log.read_text().split()) == total - cached  # no cached run repeated
+    clean = run_experiment(load_config(path), tmp_path / "clean", progress=False)
+    pd.testing.assert_frame_equal(store.records(), clean.records())
+
+
+def test_a_corrupted_cache_entry_is_detected_and_regenerated(tmp_path):
+    cache = ArtefactCache(tmp_path / "cache")
+    log = tmp_path / "calls.log"
+    common = {**SMALL, "vulnerable_targets": 1, "random_targets": 0, "rounds": 4}
+    _, rows = _play(ModelSeededRecordGame(**common), CopyTable(log=str(log)), ClosestDistance(n_shadows=4), cache=cache)
+    entry = sorted((tmp_path / "cache").rglob("*.parquet"))[0]
+    entry.write_bytes(entry.read_bytes()[:100])  # truncated
+    log.write_text("")
+    with pytest.warns(UserWarning, match="corrupted cache entry"):
+        _, again = _play(
+            ModelSeededRecordGame(**common), CopyTable(log=str(log)), ClosestDistance(n_shadows=4), cache=cache
+        )
+    assert len(log.read_text().split()) == 1 and again == rows
+
+
+def test_golden_row_is_pinned_to_its_seed():
+    game = RecordGames(**{**SMALL, "rounds": 10})
+    outcome, _ = _play(game, CopyTable(), ClosestDistance(n_shadows=6))
+    setup = game.setup(SEED)
+    assert int(setup.targets[0]) == GOLDEN_TARGET
+    assert [round(float(x), 6) for x in outcome.scores[:4]] == GOLDEN_SCORES
+    assert [int(x) for x in outcome.membership[:10]] == GOLDEN_LABELS
+
+
+GOLDEN_TARGET = 35198
+GOLDEN_SCORES = [-0.0, -1.287912, -2.015385, -2.0]
+GOLDEN_LABELS = [1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"dataset_size": 40_000}, "auxiliary_size must be"),
+        ({"dataset_size": 1000, "auxiliary_size": 30_000, "evaluation_size": 30_000}, "at most the 48,842 records"),
+        ({"targets": (10**9,)}, "targets must be record ids"),
+        ({"targets": (1, 1)}, "distinct"),
+        ({"columns": ("age", "no_such")}, "columns must name columns"),
+        ({"rounds": 1}, "rounds must be"),
+        ({"vulnerable_targets": 0, "random_targets": 0}, "between 1 and dataset_size"),
+        ({"data": "digits"}, "data must be one of"),
+        ({"n_boot": 2}, "n_boot must be"),
+    ],
+)
+def test_bad_game_parameters_fail_with_one_line(params, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        RecordGames(**{**SMALL, **params})
+
+
+def test_bad_neighbours_and_attack_options():
+    with pytest.raises(ValueError, match="neighbours must be one of replace, add-remove"):
+        ModelSeededRecordGame(neighbours="swap")
+    with pytest.raises(ValueError, match="subsets must be one of all, sampled"):
+        CountingQueries(subsets="some")
+    with pytest.raises(ValueError, match="numeric_match must be one of ge, eq"):
+        CountingQueries(numeric_match="gt")
+    with pytest.raises(ValueError, match="n_shadows must be"):
+        CountingQueries(n_shadows=1)
+
+
+def test_config_errors_before_any_generator_runs(tmp_path):
+    log = tmp_path / "log"
+    path = _quick_config(tmp_path, log)
+    text = path.read_text()
+    path.write_text(text.replace("[experiment]", "[experiment]\nrepetitions = 5"))
+    with pytest.raises(ConfigError, match="repetitions must be omitted or equal the game's 2 targets"):
+        load_config(path)
+    path.write_text(text.replace('name = "closest-distance"\nn_shadows = 20', 'name = "identity"'))
+    with pytest.raises(ConfigError, match="incompatible components: attack 'identity' scores releases of kind"):
+        load_config(path)
+    path.write_text(text.replace("rounds = 20", "rounds = 1"))
+    with pytest.raises(ConfigError, match="rounds must be"):
+        load_config(path)
+    assert not log.exists()
+
+
+def test_one_run_game_refuses_an_attack_that_needs_auxiliary_data():
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from attacks import Identity
+    from games.one_run import OneRunGame
+    from mechanisms import RandomizedResponse
+
+    @dataclass(frozen=True, slots=True)
+    class ShadowIdentity(Identity):
+        needs: ClassVar[str] = "auxiliary"
+
+    game = OneRunGame(m=10, k_pos=1, k_neg=1)
+    reason = game.incompatibility(RandomizedResponse(epsilon=1.0), ShadowIdentity())
+    assert reason is not None and "needs auxiliary knowledge" in reason and "record-level games" in reason
+    assert game.incompatibility(RandomizedResponse(epsilon=1.0), Identity()) is None
+
+
+def test_results_store_reports_records(tmp_path):
+    config = load_config(_quick_config(tmp_path, tmp_path / "log"))
+    run_experiment(config, tmp_path / "r", progress=False)
+    records = ResultsStore(tmp_path / "r").records()
+    assert set(records["game"]) == {"traditional", "model-seeded"} and len(records) == 4
+    assert {"record", "auc", "auc_low", "auc_high", "accuracy", "epsilon_lb", "tpr_at_fpr_0.01"} <= set(records)
