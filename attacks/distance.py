@@ -16,7 +16,7 @@ from analysis._checks import check_int
 from attacks._base import Attack
 from attacks._tables import TableSchema
 from attacks.knowledge import Knowledge
-from attacks.shadow import attack_streams, best_threshold, shadow_features
+from attacks.shadow import MAX_SHADOWS, attack_streams, best_threshold, shadow_features
 
 __all__ = ["ClosestDistance", "ExactCopies", "FittedStatistic", "mixed_distances"]
 
@@ -88,7 +88,7 @@ class ClosestDistance(Attack):
     n_shadows: int = 100
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2))
+        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2, high=MAX_SHADOWS))
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedStatistic:
         knowledge = _check_knowledge(knowledge, self.name)
@@ -129,7 +129,7 @@ class ExactCopies(Attack):
     def __post_init__(self) -> None:
         if self.column is not None and (not isinstance(self.column, str) or not self.column):
             raise TypeError(f"column must be a column name or None, got {self.column!r}.")
-        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2))
+        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2, high=MAX_SHADOWS))
 
     def choose_column(self, knowledge: Knowledge) -> str:
         schema = TableSchema.of(knowledge.auxiliary)

@@ -12,7 +12,7 @@ from analysis._checks import check_int
 from attacks._base import Attack, FittedAttack
 from attacks._tables import TableSchema
 from attacks.knowledge import Knowledge
-from attacks.shadow import ShadowClassifier, attack_streams, shadow_features
+from attacks.shadow import MAX_SHADOWS, ShadowClassifier, attack_streams, shadow_features
 
 __all__ = ["Groundhog", "groundhog_features"]
 
@@ -76,8 +76,8 @@ class Groundhog(Attack):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n_bins", check_int("n_bins", self.n_bins, low=1))
-        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2))
-        object.__setattr__(self, "n_estimators", check_int("n_estimators", self.n_estimators, low=1))
+        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2, high=MAX_SHADOWS))
+        object.__setattr__(self, "n_estimators", check_int("n_estimators", self.n_estimators, low=1, high=100_000))
         if self.max_depth is not None:
             object.__setattr__(self, "max_depth", check_int("max_depth", self.max_depth, low=1))
         object.__setattr__(self, "n_jobs", check_int("n_jobs", self.n_jobs, low=1))

@@ -22,10 +22,19 @@ from numpy.typing import NDArray
 from analysis._checks import check_int
 from attacks.knowledge import Knowledge
 
-__all__ = ["ShadowClassifier", "attack_streams", "best_threshold", "fit_forest", "shadow_dataset", "shadow_features"]
+__all__ = [
+    "MAX_SHADOWS",
+    "ShadowClassifier",
+    "attack_streams",
+    "best_threshold",
+    "fit_forest",
+    "shadow_dataset",
+    "shadow_features",
+]
 
 Featuriser = Callable[[Any], NDArray[Any]]
 _CHUNK = 25
+MAX_SHADOWS = 1_000_000
 
 
 def attack_streams(rng: np.random.Generator, n: int) -> list[np.random.SeedSequence]:
@@ -67,7 +76,7 @@ def shadow_features(
     ValueError
         If ``n_shadows < 2`` or the auxiliary data has fewer than n records.
     """
-    check_int("n_shadows", n_shadows, low=2)
+    check_int("n_shadows", n_shadows, low=2, high=MAX_SHADOWS)
     if len(knowledge.auxiliary) < knowledge.dataset_size:
         raise ValueError(
             f"the auxiliary data must hold at least dataset_size = {knowledge.dataset_size} records, "

@@ -73,6 +73,8 @@ SELECTIONS = ("achilles", "random", "given")
 TPR_FPRS = (0.01, 0.1)
 _TAG_SETUP, _TAG_ATTACK, _TAG_TRADITIONAL, _TAG_MODEL_SEEDED, _TAG_ANALYSIS = (0x5E7, 0xA7, 0x7D, 0x35, 0xA1)
 _CHUNK = 25
+MAX_ROUNDS = 1_000_000  # a million generator runs per target is days of work: a typo, not a plan
+MAX_BOOT = 100_000
 _RELATION = {"replace": NeighboringRelation.REPLACE_ONE, "add-remove": NeighboringRelation.ADD_OR_REMOVE_ONE}
 
 
@@ -219,8 +221,8 @@ class _RecordGameBase(Game):
                 f"dataset_size + auxiliary_size + evaluation_size must be at most the {size:,} records of "
                 f"{self.data!r} (the three parts are disjoint), got {n} + {n_aux} + {n_eval} = {n + n_aux + n_eval}."
             )
-        object.__setattr__(self, "rounds", check_int("rounds", self.rounds, low=2))
-        object.__setattr__(self, "n_boot", check_int("n_boot", self.n_boot, low=10))
+        object.__setattr__(self, "rounds", check_int("rounds", self.rounds, low=2, high=MAX_ROUNDS))
+        object.__setattr__(self, "n_boot", check_int("n_boot", self.n_boot, low=10, high=MAX_BOOT))
         if self.targets is not None:
             if not isinstance(self.targets, tuple | list) or len(self.targets) == 0:
                 raise TypeError(f"targets must be a non-empty list of record ids, got {self.targets!r}.")

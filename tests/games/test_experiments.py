@@ -40,3 +40,28 @@ def test_quick_experiment_stays_below_the_pld_epsilon(tmp_path, name, column):
 def test_every_shipped_experiment_config_is_valid(path):
     config = load_config(path)
     assert config.name == path.stem and len(config.grid) >= 1
+
+
+@pytest.mark.slow
+def test_krco_quick_experiment_runs_and_reports(tmp_path, capsys):
+    """experiments/krco_adult_quick.toml end to end: both record games on 3 Synthpop targets, under 2 minutes."""
+    import io
+    import time
+
+    import pandas as pd
+
+    from games.cli import main
+
+    config = Path(__file__).resolve().parents[2] / "experiments" / "krco_adult_quick.toml"
+    out = tmp_path / "krco"
+    start = time.perf_counter()
+    assert main(["run", str(config), "--out", str(out), "--n-jobs", "2", "--no-progress", "--no-cache"]) == 0
+    assert time.perf_counter() - start < 120
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    summary = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert summary["n_records"].tolist() == [3] and 0 <= summary["rmsd"].iloc[0] <= 1
+    assert main(["report", str(out), "--records", "--format", "csv"]) == 0
+    records = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert sorted(records["selection"].unique()) == ["achilles", "random"] and len(records) == 6
+    assert ((records["auc_low"] <= records["auc"]) & (records["auc"] <= records["auc_high"])).all()

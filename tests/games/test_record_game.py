@@ -282,6 +282,8 @@ GOLDEN_LABELS = [1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
         ({"targets": (1, 1)}, "distinct"),
         ({"columns": ("age", "no_such")}, "columns must name columns"),
         ({"rounds": 1}, "rounds must be"),
+        ({"rounds": 10**12}, "rounds must be"),
+        ({"n_boot": 10**12}, "n_boot must be"),
         ({"vulnerable_targets": 0, "random_targets": 0}, "between 1 and dataset_size"),
         ({"data": "digits"}, "data must be one of"),
         ({"n_boot": 2}, "n_boot must be"),
@@ -301,6 +303,8 @@ def test_bad_neighbours_and_attack_options():
         CountingQueries(numeric_match="gt")
     with pytest.raises(ValueError, match="n_shadows must be"):
         CountingQueries(n_shadows=1)
+    with pytest.raises(ValueError, match="n_shadows must be"):
+        ClosestDistance(n_shadows=10**12)
 
 
 def test_config_errors_before_any_generator_runs(tmp_path):
@@ -343,3 +347,39 @@ def test_results_store_reports_records(tmp_path):
     records = ResultsStore(tmp_path / "r").records()
     assert set(records["game"]) == {"traditional", "model-seeded"} and len(records) == 4
     assert {"record", "auc", "auc_low", "auc_high", "accuracy", "epsilon_lb", "tpr_at_fpr_0.01"} <= set(records)
+
+
+def test_cli_run_report_records_and_plot(tmp_path, capsys):
+    from games.cli import main
+
+    path = _quick_config(tmp_path, tmp_path / "log")
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--no-progress", "--cache-dir", str(tmp_path / "c")]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    summary = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert {"n_records", "rmsd", "miss_rate_0.6", "miss_rate_0.7", "miss_rate_0.8", "miss_rate_0.9"} <= set(summary)
+    assert summary["n_records"].tolist() == [2]
+    assert main(["report", str(out), "--records", "--format", "csv", "--plot", str(tmp_path / "s.png")]) == 0
+    records = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert {"record", "game", "auc", "auc_low", "auc_high", "accuracy", "epsilon_lb"} <= set(records)
+    assert len(records) == 4 and (tmp_path / "s.png").stat().st_size > 1000
+    for fmt in ("table", "markdown", "latex"):
+        assert main(["report", str(out), "--records", "--format", fmt]) == 0
+        assert "model-seeded" in capsys.readouterr().out
+
+
+def test_cli_records_of_a_non_record_game_and_bad_cache_dir(tmp_path, capsys, write_config):
+    from games.cli import main
+
+    config = write_config()
+    out = tmp_path / "one"
+    assert main(["run", str(config), "--out", str(out), "--no-progress", "--no-cache"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--records"]) == 2
+    assert "holds no per-record results" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["run", str(config), "--out", str(tmp_path / "two"), "--cache-dir", str(blocker)]) == 2
+    assert "--cache-dir must be a directory" in capsys.readouterr().err
+    assert not (tmp_path / "two").exists()  # refused before the results directory is made
