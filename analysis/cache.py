@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 __all__ = [
     "ArtefactCache",
     "CacheError",
+    "code_fingerprint",
     "content_hash",
     "default_cache_dir",
     "make_key",
@@ -63,6 +64,38 @@ def privgame_version() -> str:
         return "unknown"
 
 
+_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "numba", "pyarrow", "torch")
+
+
+@cache
+def code_fingerprint(module: str) -> str:
+    """SHA-256 of the source of the package that holds ``module`` (every ``.py`` file beside it and below) and of
+    the versions of the numerical libraries.
+
+    Part of every release key: an editable install keeps its version number while its code changes, and numpy's
+    streams or a library's numerics may change with an upgrade, so the version alone would let a stale artefact
+    answer for code that now computes something else (SPEC §8).
+    """
+    import importlib.util
+
+    h = hashlib.sha256(module.encode())
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # e.g. "__main__": nothing on disk to hash beyond the name
+        spec = None
+    origin = Path(spec.origin) if spec is not None and spec.origin else None
+    if origin is not None and origin.exists():
+        for path in sorted(origin.parent.rglob("*.py")):
+            h.update(str(path.relative_to(origin.parent)).encode())
+            h.update(path.read_bytes())
+    for lib in _LIBRARIES:
+        try:
+            h.update(f"{lib}={metadata.version(lib)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{lib}=absent".encode())
+    return h.hexdigest()
+
+
 def default_cache_dir() -> Path:
     """``$PRIVGAME_CACHE_DIR``, else ``$XDG_CACHE_HOME/privgame``, else ``~/.cache/privgame``."""
     explicit = os.environ.get("PRIVGAME_CACHE_DIR")
@@ -80,8 +113,11 @@ def _canonical(value: Any) -> Any:
         return {"int": str(int(value))}
     if isinstance(value, float | np.floating):
         return {"float": float(value).hex()}
+    if isinstance(value, np.bool_):
+        return bool(value)
     if isinstance(value, Mapping):
-        return {"map": sorted([[str(k), _canonical(v)] for k, v in value.items()])}
+        items = [[_canonical(k), _canonical(v)] for k, v in value.items()]
+        return {"map": sorted(items, key=lambda kv: json.dumps(kv, sort_keys=True))}
     if isinstance(value, tuple | list):
         return {"seq": [_canonical(v) for v in value]}
     if isinstance(value, pd.DataFrame | pd.Series | np.ndarray):
@@ -112,12 +148,14 @@ def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
     if isinstance(data, pd.Series):
         data = data.to_frame()
     if isinstance(data, pd.DataFrame):
-        schema = [
-            [str(c), str(data[c].dtype), [str(x) for x in data[c].cat.categories]]
-            if isinstance(data[c].dtype, pd.CategoricalDtype)
-            else [str(c), str(data[c].dtype)]
-            for c in data.columns
-        ]
+        schema = []
+        for c in data.columns:
+            dtype = data[c].dtype
+            entry: list[Any] = [type(c).__name__, str(c), repr(dtype)]
+            if isinstance(dtype, pd.CategoricalDtype):
+                cats = dtype.categories
+                entry += [bool(dtype.ordered), str(cats.dtype), [[type(x).__name__, str(x)] for x in cats]]
+            schema.append(entry)
         h.update(json.dumps([data.shape[0], schema]).encode())
         for c in data.columns:
             col = data[c]
@@ -240,11 +278,23 @@ class ArtefactCache:
         table: pd.DataFrame | None = self._get("table", key, lambda b: pd.read_parquet(io.BytesIO(b)))
         return table
 
-    def put_table(self, key: str, table: pd.DataFrame) -> None:
-        """Store a table as Parquet (dtypes and category lists kept)."""
+    def put_table(self, key: str, table: pd.DataFrame) -> bool:
+        """Store a table as Parquet, if it reads back identical (dtypes and category lists included).
+
+        Returns whether it was stored: a table that Parquet cannot carry exactly (e.g. a categorical column whose
+        categories are numbers, which reads back as a plain numeric column) is not cached, so a hit always
+        equals the recomputed table.
+        """
         buf = io.BytesIO()
-        table.reset_index(drop=True).to_parquet(buf, index=False)
-        self._put("table", key, buf.getvalue())
+        frame = table.reset_index(drop=True)
+        frame.to_parquet(buf, index=False)
+        payload = buf.getvalue()
+        try:
+            pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(payload)), frame, check_exact=True)
+        except AssertionError:
+            return False
+        self._put("table", key, payload)
+        return True
 
     def get_arrays(self, key: str) -> dict[str, NDArray[Any]] | None:
         """The arrays stored under ``key``, or ``None``; loaded with ``allow_pickle=False``."""

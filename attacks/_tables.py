@@ -54,19 +54,28 @@ class TableSchema:
         )
 
     def check(self, table: pd.DataFrame) -> None:
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"the release must be a pandas DataFrame, got {type(table).__name__}.")
         if tuple(str(c) for c in table.columns) != self.columns:
             raise ValueError(f"the release must have the columns {list(self.columns)!r}, got {list(table.columns)!r}.")
 
     def codes(self, table: pd.DataFrame) -> NDArray[np.float64]:
-        """``(n, d)`` float64: categorical columns as their category codes, numeric columns as values."""
+        """``(n, d)`` float64: categorical columns as codes into the SCHEMA's category list (a value outside it is
+        −1, matching nothing), numeric columns as values.  The release's own category order is never trusted."""
         self.check(table)
         out = np.empty(table.shape, dtype=np.float64)
         for j, c in enumerate(table.columns):
             col = table[c]
-            if isinstance(col.dtype, pd.CategoricalDtype):
-                out[:, j] = col.cat.codes.to_numpy()
-            else:
+            cats = self.categories[j]
+            if cats is not None:
+                same = isinstance(col.dtype, pd.CategoricalDtype) and tuple(col.cat.categories) == cats
+                out[:, j] = col.cat.codes.to_numpy() if same else pd.Categorical(col, categories=cats).codes
+            elif pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
                 out[:, j] = col.to_numpy(dtype=np.float64)
+            else:
+                raise TypeError(
+                    f"column {c!r} of the release must be numeric, as in the auxiliary data, got {col.dtype}."
+                )
         return out
 
     def one_hot(self, table: pd.DataFrame) -> NDArray[np.float64]:

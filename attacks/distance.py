@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from analysis._checks import check_int
@@ -130,6 +131,15 @@ class ExactCopies(Attack):
         if self.column is not None and (not isinstance(self.column, str) or not self.column):
             raise TypeError(f"column must be a column name or None, got {self.column!r}.")
         object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2, high=MAX_SHADOWS))
+
+    def table_incompatibility(self, table: pd.DataFrame) -> str | None:
+        """Why this attack cannot run on tables with ``table``'s columns (checked before any work), or ``None``."""
+        numeric = [c for c, cat in zip(table.columns, TableSchema.of(table).categorical, strict=True) if not cat]
+        if not numeric:
+            return f"attack '{self.name}' needs a numeric column; the table has none"
+        if self.column is not None and self.column not in numeric:
+            return f"attack '{self.name}': column must be one of the numeric columns {numeric!r}, got {self.column!r}"
+        return None
 
     def choose_column(self, knowledge: Knowledge) -> str:
         schema = TableSchema.of(knowledge.auxiliary)

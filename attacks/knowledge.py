@@ -79,16 +79,21 @@ class Knowledge:
         n, the number of records of the private dataset (public).
     oracle : BlackBox
         Black-box access to the mechanism under audit.
+    neighbours : {"replace", "add-remove"}, default="replace"
+        The two worlds the adversary must tell apart: the target or a reference record among n (replace), or n
+        records with the target against the n − 1 others alone (add-remove); shadows are built to match.
     """
 
     auxiliary: pd.DataFrame
     targets: pd.DataFrame
     dataset_size: int
     oracle: BlackBox
+    neighbours: str = "replace"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.auxiliary, pd.DataFrame) or not isinstance(self.targets, pd.DataFrame):
-            raise TypeError("auxiliary and targets must be pandas DataFrames.")
+        for name in ("auxiliary", "targets"):
+            if not isinstance(getattr(self, name), pd.DataFrame):
+                raise TypeError(f"{name} must be a pandas DataFrame, got {type(getattr(self, name)).__name__}.")
         if list(self.auxiliary.columns) != list(self.targets.columns):
             raise ValueError(
                 f"targets must have the auxiliary data's columns, got {list(self.targets.columns)!r} and "
@@ -98,4 +103,6 @@ class Knowledge:
             raise ValueError("targets must hold at least one record, got none.")
         check_int("dataset_size", self.dataset_size, low=2)
         if not isinstance(self.oracle, BlackBox):
-            raise TypeError(f"oracle must be a BlackBox, got {self.oracle!r}.")
+            raise TypeError(f"oracle must be a BlackBox, got {type(self.oracle).__name__}.")
+        if self.neighbours not in ("replace", "add-remove"):
+            raise ValueError(f"neighbours must be one of replace, add-remove, got {self.neighbours!r}.")

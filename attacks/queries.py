@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from analysis._checks import check_int
@@ -28,7 +29,7 @@ __all__ = ["MAX_ALL_SUBSETS_COLUMNS", "CountingQueries", "match_masks", "sample_
 
 SUBSETS = ("all", "sampled")
 NUMERIC_MATCH = ("ge", "eq")
-MAX_ALL_SUBSETS_COLUMNS = 20  # 2^20 − 1 features per table is already more than a forest can use
+MAX_ALL_SUBSETS_COLUMNS = 16  # 2^16 − 1 float32 features × 1,000 shadows is 262 MB already
 
 
 def match_masks(
@@ -92,7 +93,7 @@ class CountingQueries(Attack):
     Parameters
     ----------
     subsets : {"all", "sampled"}, default="all"
-        ``"all"``: every one of the 2^d − 1 attribute subsets (Krčo et al.'s variant; d ≤ 20);
+        ``"all"``: every one of the 2^d − 1 attribute subsets (Krčo et al.'s variant; d ≤ 16);
         ``"sampled"``: ``orders[k-1]`` random subsets of each order k (TAPAS).
     numeric_match : {"ge", "eq"}, default="ge"
         A numeric attribute matches the target when the row's value is ≥ (or ==) the target's.
@@ -151,6 +152,18 @@ class CountingQueries(Attack):
             object.__setattr__(self, "max_depth", check_int("max_depth", self.max_depth, low=1))
         object.__setattr__(self, "n_jobs", check_int("n_jobs", self.n_jobs, low=1))
 
+    def table_incompatibility(self, table: pd.DataFrame) -> str | None:
+        """Why this attack cannot run on tables with ``table``'s columns (checked before any work), or ``None``."""
+        d = table.shape[1]
+        if self.subsets == "all" and d > MAX_ALL_SUBSETS_COLUMNS:
+            return (
+                f"attack '{self.name}' with subsets = 'all' needs at most {MAX_ALL_SUBSETS_COLUMNS} columns "
+                f"(2^d − 1 queries), got {d}; use subsets = 'sampled' or fewer columns"
+            )
+        if d > 62:
+            return f"attack '{self.name}' needs at most 62 columns, got {d}"
+        return None
+
     def featuriser(self, knowledge: Knowledge, *, rng: np.random.Generator, target: int = 0) -> Any:
         """The release → counts function for one target (the sampled subsets are drawn from ``rng``)."""
         schema = TableSchema.of(knowledge.auxiliary)
@@ -164,9 +177,12 @@ class CountingQueries(Attack):
         numeric = ~schema.categorical
         chosen = None if self.subsets == "all" else sample_subsets(d, self.orders, rng=rng)
 
-        def featurise(release: Any) -> NDArray[np.float64]:
-            counts = superset_counts(match_masks(schema.codes(release), target_codes, numeric, self.numeric_match), d)
-            return (counts[1:] if chosen is None else counts[chosen]).astype(np.float32)
+        def featurise(release: Any) -> NDArray[np.float32]:
+            masks = match_masks(schema.codes(release), target_codes, numeric, self.numeric_match)
+            if chosen is None:
+                return superset_counts(masks, d)[1:].astype(np.float32)
+            # a few subsets of many attributes: count them directly, never allocating 2^d counts
+            return ((masks[:, None] & chosen[None, :]) == chosen[None, :]).sum(axis=0).astype(np.float32)
 
         return featurise
 

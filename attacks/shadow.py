@@ -2,7 +2,8 @@
 
 Shadow ``i`` is a dataset of n records: n − 1 drawn without replacement from the auxiliary data, plus the target
 (``i`` even: label 1) or a reference record drawn from the auxiliary data outside those n − 1 (``i`` odd: label 0),
-so both sides have the same size (TAPAS, Houssiau et al. 2022; Krčo et al. 2025).  Its composition and its
+so both sides have the same size (TAPAS, Houssiau et al. 2022; Krčo et al. 2025); under add/remove neighbours
+(``Knowledge.neighbours``) label 0 is the n − 1 records alone.  Its composition and its
 mechanism seed come from the ``i``-th child of the attack's seed only, so the first k shadows are the same for any
 number of shadows: attacks that use 100 and 1,000 shadows of the same target share the first 100 through the
 cache, and so do the two record games that train one attack.  Releases go through
@@ -53,10 +54,11 @@ def shadow_dataset(
     aux = knowledge.auxiliary
     n = knowledge.dataset_size
     label = 1 - i % 2
-    picked = rng.choice(len(aux), size=n if label == 0 else n - 1, replace=False)
+    replace = knowledge.neighbours == "replace"
+    picked = rng.choice(len(aux), size=n if label == 0 and replace else n - 1, replace=False)
     if label == 1:
         data = pd.concat([aux.iloc[picked], knowledge.targets.iloc[[target]]], ignore_index=True)
-    else:  # the last of the n picked rows plays the reference record
+    else:  # replace: the last of the n picked rows plays the reference record; add-remove: n − 1 rows alone
         data = aux.iloc[picked].reset_index(drop=True)
     return data, label, release
 

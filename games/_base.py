@@ -188,6 +188,13 @@ class Game(ABC):
     ) -> dict[str, float | int]:
         """Summary columns for one grid point from its trials' rows (raw outcomes through ``load_outcome``)."""
 
+    def analyse(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> tuple[dict[str, float | int], list[dict[str, Any]]]:
+        """The trial's row and its per-record rows (what the runner stores); games that compute both from the same
+        work override this to do it once."""
+        return self.analyse_trial(outcome, settings, seed=seed), self.record_rows(outcome, settings, seed=seed)
+
     def record_rows(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> list[dict[str, Any]]:

@@ -29,7 +29,8 @@ comparable.  The runner's trial seed still decides which target a trial plays (i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -72,8 +73,9 @@ TABLES = ("adult", "compas")
 SELECTIONS = ("achilles", "random", "given")
 TPR_FPRS = (0.01, 0.1)
 _TAG_SETUP, _TAG_ATTACK, _TAG_TRADITIONAL, _TAG_MODEL_SEEDED, _TAG_ANALYSIS = (0x5E7, 0xA7, 0x7D, 0x35, 0xA1)
+_TAG_FAMILY = 0xFA
 _CHUNK = 25
-MAX_ROUNDS = 1_000_000  # a million generator runs per target is days of work: a typo, not a plan
+MAX_ROUNDS = 100_000  # a hundred thousand generator runs per target and game is days of work: a typo, not a plan
 MAX_BOOT = 100_000
 _RELATION = {"replace": NeighboringRelation.REPLACE_ONE, "add-remove": NeighboringRelation.ADD_OR_REMOVE_ONE}
 
@@ -169,12 +171,46 @@ def _setup_cached(key: tuple[Any, ...], entropy: int) -> RecordSetup:
 
 def record_setup(game: _RecordGameBase, seed: int | np.random.SeedSequence) -> RecordSetup:
     """The population split and targets of ``game`` for an experiment seed (the same in every trial)."""
-    entropy = seed.entropy if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed).entropy
-    return _setup_cached(_setup_key(game), int(entropy))  # type: ignore[arg-type]
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return _setup_cached(_setup_key(game), _entropy(ss))
+
+
+def _entropy(seed: np.random.SeedSequence) -> int:
+    if not isinstance(seed.entropy, int):
+        raise ValueError(f"a record game needs a SeedSequence of one integer seed, got entropy {seed.entropy!r}.")
+    return seed.entropy
 
 
 def _stream(entropy: int, tag: int, *extra: int) -> np.random.SeedSequence:
     return np.random.SeedSequence([entropy, tag, *extra])
+
+
+def _opaque_rng(seed: np.random.SeedSequence) -> np.random.Generator:
+    """A generator with the stream of ``seed`` that does not reveal ``seed``: its ``seed_seq`` is a one-way hash.
+
+    The attack gets its generator from the game; through ``rng.bit_generator.seed_seq`` it could otherwise read the
+    experiment's entropy and rebuild the rounds' secret bits.  The draws are those of ``default_rng(seed)``.
+    """
+    visible = np.random.PCG64(seed)
+    hidden = np.random.PCG64(np.random.SeedSequence(seed.generate_state(4)))
+    hidden.state = visible.state
+    return np.random.Generator(hidden)
+
+
+def _record_bound(scores: np.ndarray, labels: np.ndarray, confidence: float, delta: float, split_seed: int) -> float:
+    """The rounds' Clopper–Pearson ε lower bound, threshold chosen on a random half (``split_seed``) and bounded on
+    the rest; 0 (always a valid lower bound) when the random half leaves nothing to choose on."""
+    try:
+        audit = audit_scores(
+            scores[labels],
+            scores[~labels],
+            confidence=confidence,
+            delta=delta,
+            threshold=Split(seed=split_seed),
+        )
+    except ValueError:  # the split left no rounds on one side (probability 2^-rounds)
+        return 0.0
+    return float(audit.epsilon)
 
 
 def _balanced_labels(rounds: int, rng: np.random.Generator) -> np.ndarray:
@@ -224,14 +260,19 @@ class _RecordGameBase(Game):
         object.__setattr__(self, "rounds", check_int("rounds", self.rounds, low=2, high=MAX_ROUNDS))
         object.__setattr__(self, "n_boot", check_int("n_boot", self.n_boot, low=10, high=MAX_BOOT))
         if self.targets is not None:
-            if not isinstance(self.targets, tuple | list) or len(self.targets) == 0:
-                raise TypeError(f"targets must be a non-empty list of record ids, got {self.targets!r}.")
+            if not isinstance(self.targets, tuple | list):
+                raise TypeError(f"targets must be a list of record ids, got {self.targets!r}.")
+            if len(self.targets) == 0:
+                raise ValueError("targets must name at least one record id, got [].")
             ids = tuple(check_int(f"targets[{k}]", t, low=0) for k, t in enumerate(self.targets))
             bad = [t for t in ids if t >= size]
             if bad:
                 raise ValueError(f"targets must be record ids of {self.data!r} (0 to {size - 1}), got {bad[0]}.")
-            if len(set(ids)) != len(ids) or len(ids) > n:
-                raise ValueError(f"targets must be distinct and at most dataset_size = {n}, got {list(ids)!r}.")
+            repeated = sorted({t for t in ids if ids.count(t) > 1})
+            if repeated:
+                raise ValueError(f"targets must be distinct record ids, got {repeated[0]} more than once.")
+            if len(ids) > n:
+                raise ValueError(f"targets must be at most dataset_size = {n} records, got {len(ids)}.")
             object.__setattr__(self, "targets", ids)
         else:
             nv = check_int("vulnerable_targets", self.vulnerable_targets, low=0)
@@ -260,6 +301,13 @@ class _RecordGameBase(Game):
     def mechanism_runs(self, attack: Attack) -> int:
         return int(getattr(attack, "n_shadows", 0)) + self.rounds * len(self.played())
 
+    def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
+        reason = Game.incompatibility(self, mechanism, attack)
+        check = getattr(attack, "table_incompatibility", None)
+        if reason is None and callable(check):
+            reason = check(_population(self.data, self.columns).iloc[:1])
+        return reason
+
     def setup(self, seed: np.random.SeedSequence) -> RecordSetup:
         """The experiment's split and targets (:func:`record_setup`)."""
         return record_setup(self, seed)
@@ -273,6 +321,7 @@ class _RecordGameBase(Game):
             auxiliary=pop.iloc[setup.auxiliary].reset_index(drop=True),
             targets=pop.iloc[[target]].reset_index(drop=True),
             dataset_size=self.dataset_size,
+            neighbours=self.neighbours_of(self.played()[-1]),
             oracle=BlackBox(
                 mechanism,
                 cache=None if context is None else context.cache,
@@ -280,8 +329,13 @@ class _RecordGameBase(Game):
             ),
         )
 
-    def _worlds(self, game: str, setup: RecordSetup, target: int, entropy: int) -> tuple[np.ndarray, list[Any]]:
-        """The b of each round and a function of the round giving its (input ids, release seed)."""
+    def _worlds(
+        self, game: str, setup: RecordSetup, target: int, entropy: int
+    ) -> tuple[np.ndarray, Iterator[tuple[np.ndarray, np.random.SeedSequence, int]]]:
+        """The b of each round, and the rounds' (input ids, release seed, reference id) made one at a time.
+
+        The reference id is −1 where b = 1 and −2 where b = 0 releases D̄ alone (add/remove).
+        """
         tag = _TAG_TRADITIONAL if game == "traditional" else _TAG_MODEL_SEEDED
         relation = self.neighbours_of(game)
         root = _stream(entropy, tag, target, NEIGHBOURS.index(relation))
@@ -289,23 +343,24 @@ class _RecordGameBase(Game):
         labels = _balanced_labels(self.rounds, np.random.default_rng(label_seed))
         n = self.dataset_size
         fixed = setup.released[setup.released != target]
-        plans = []
-        for b, seed in zip(labels, round_seeds, strict=True):
-            data_seed, release_seed = seed.spawn(2)
-            rng = np.random.default_rng(data_seed)
-            if game == "traditional":
-                drawn = setup.evaluation[rng.choice(setup.evaluation.size, size=n, replace=False)]
-                base, reference = drawn[:-1], drawn[-1]
-            else:
-                base, reference = fixed, setup.evaluation[rng.integers(setup.evaluation.size)]
-            if b:
-                ids = np.append(base, target)
-            elif relation == "replace":
-                ids = np.append(base, reference)
-            else:
-                ids = base
-            plans.append((ids, release_seed, -1 if b else (int(reference) if relation == "replace" else -2)))
-        return labels, plans
+
+        def rounds() -> Iterator[tuple[np.ndarray, np.random.SeedSequence, int]]:
+            for b, seed in zip(labels, round_seeds, strict=True):
+                data_seed, release_seed = seed.spawn(2)
+                rng = np.random.default_rng(data_seed)
+                if game == "traditional":
+                    drawn = setup.evaluation[rng.choice(setup.evaluation.size, size=n, replace=False)]
+                    base, reference = drawn[:-1], drawn[-1]
+                else:
+                    base, reference = fixed, setup.evaluation[rng.integers(setup.evaluation.size)]
+                if b:
+                    yield np.append(base, target), release_seed, -1
+                elif relation == "replace":
+                    yield np.append(base, reference), release_seed, int(reference)
+                else:
+                    yield base, release_seed, -2
+
+        return labels, rounds()
 
     def play(
         self,
@@ -320,9 +375,9 @@ class _RecordGameBase(Game):
         if not 0 <= index < setup.targets.size:
             raise ValueError(f"trial {index} has no target: the game has {setup.targets.size} targets.")
         target = int(setup.targets[index])
-        entropy = int(seed.entropy)  # type: ignore[arg-type]
+        entropy = _entropy(seed)
         knowledge = self.knowledge_for(setup, target, mechanism, context)
-        fitted = attack.fit(knowledge, rng=np.random.default_rng(_stream(entropy, _TAG_ATTACK, target)))
+        fitted = attack.fit(knowledge, rng=_opaque_rng(_stream(entropy, _TAG_ATTACK, target)))
         threshold = float(fitted.threshold)
         cache = None if context is None else context.cache
         progress = None if context is None else context.progress
@@ -336,16 +391,17 @@ class _RecordGameBase(Game):
             if game not in self.played():
                 continue
             b, plans = self._worlds(game, setup, target, entropy)
-            for start in range(0, len(plans), _CHUNK):
-                chunk = plans[start : start + _CHUNK]
+            refs: list[int] = []
+            while chunk := list(itertools.islice(plans, _CHUNK)):
                 tables = [setup.population.iloc[ids].reset_index(drop=True) for ids, _, _ in chunk]
                 releases = cached_release_many(
                     mechanism, tables, seeds=[s for _, s, _ in chunk], cache=cache, progress=progress
                 )
                 scores.extend(float(fitted.score(r, np.zeros(1, dtype=np.intp))[0]) for r in releases)
+                refs.extend(ref for _, _, ref in chunk)
             labels.append(b)
             codes.append(np.full(self.rounds, code, dtype=np.int8))
-            references.append(np.array([ref for _, _, ref in plans], dtype=np.int64))
+            references.append(np.array(refs, dtype=np.int64))
             claim_applies.append(claim is not None and claim.neighbouring == _RELATION[self.neighbours_of(game)])
         score_arr = np.asarray(scores, dtype=np.float64)
         return TrialOutcome(
@@ -366,7 +422,7 @@ class _RecordGameBase(Game):
     def record_rows(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> list[dict[str, Any]]:
-        entropy = int(seed.entropy)  # type: ignore[arg-type]
+        entropy = _entropy(seed)
         record = int(outcome.arrays["record"][0])
         rows = []
         for k, code in enumerate(np.unique(outcome.arrays["game"])):
@@ -394,21 +450,14 @@ class _RecordGameBase(Game):
                 tpr, realised = tpr_at_fpr(s, b, fpr)
                 row[f"tpr_at_fpr_{fpr:g}"] = tpr
                 row[f"fpr_realised_{fpr:g}"] = realised
-            audit = audit_scores(
-                s[b],
-                s[~b],
-                confidence=settings.confidence,
-                delta=settings.delta,
-                threshold=Split(seed=int(rng.integers(2**62))),
-            )
-            row["epsilon_lb"] = audit.epsilon
+            row["epsilon_lb"] = _record_bound(s, b, settings.confidence, settings.delta, int(rng.integers(2**62)))
             row["claim_applies"] = bool(outcome.arrays["claim_applies"][k])
             rows.append(row)
         return rows
 
-    def analyse_trial(
+    def analyse(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
-    ) -> dict[str, float | int]:
+    ) -> tuple[dict[str, float | int], list[dict[str, Any]]]:
         rows = self.record_rows(outcome, settings, seed=seed)
         out: dict[str, Any] = {
             "record": rows[0]["record"],
@@ -419,7 +468,12 @@ class _RecordGameBase(Game):
             suffix = row["game"].replace("-", "_")
             for key in ("auc", "auc_low", "auc_high", "accuracy", "epsilon_lb"):
                 out[f"{key}_{suffix}"] = row[key]
-        return out
+        return out, rows
+
+    def analyse_trial(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> dict[str, float | int]:
+        return self.analyse(outcome, settings, seed=seed)[0]
 
     def summarise(
         self,
@@ -431,10 +485,21 @@ class _RecordGameBase(Game):
             "epsilon_analytic": float(rows["epsilon_analytic"].iloc[0]),
             "n_records": len(rows),
         }
+        outcomes = [load_outcome(int(t)) for t in rows["trial"]]
+        beta = (1.0 - settings.confidence) / len(outcomes)
         for game in self.played():
             suffix = game.replace("-", "_")
+            code = GAMES_PLAYED.index(game)
             out[f"auc_mean_{suffix}"] = float(rows[f"auc_{suffix}"].mean())
-            out[f"epsilon_lb_max_{suffix}"] = float(rows[f"epsilon_lb_{suffix}"].max())
+            # one bound for the mechanism over all M records: each record's at β/M (Bonferroni), the largest;
+            # its split is seeded by the record alone, fixed before the rounds are looked at
+            bounds = []
+            for o in outcomes:
+                part = o.arrays["game"] == code
+                record = int(o.arrays["record"][0])
+                split_seed = int(np.random.default_rng(_stream(0, _TAG_FAMILY, record, code)).integers(2**62))
+                bounds.append(_record_bound(o.scores[part], o.membership[part], 1.0 - beta, settings.delta, split_seed))
+            out[f"epsilon_lb_{suffix}"] = float(max(bounds))
         if set(GAMES_PLAYED) <= set(self.played()):
             ms = rows["auc_model_seeded"].to_numpy(dtype=float)
             tr = rows["auc_traditional"].to_numpy(dtype=float)
@@ -511,7 +576,9 @@ class ModelSeededRecordGame(_SeededBase):
     Parameters
     ----------
     neighbours : {"replace", "add-remove"}, default="replace"
-        b = 0 releases A(D̄ ∪ {reference}) (replace-one; the paper's code) or A(D̄) (add/remove-one).
+        b = 0 releases A(D̄ ∪ {reference}) (replace-one; the paper's code) or A(D̄) (add/remove-one; the attack's
+        shadows are then built the same way).  Under add/remove a generator whose output size follows its input
+        (``n_rows = None``) publishes n itself, which tells the worlds apart: fix ``n_rows`` to audit the record.
     data, columns, dataset_size, auxiliary_size, evaluation_size, rounds, vulnerable_targets, random_targets, \
 targets, n_boot
         As :class:`TraditionalRecordGame`.
@@ -541,8 +608,9 @@ class RecordGames(_SeededBase):
 
     Parameters
     ----------
-    neighbours : {"replace", "add-remove"}, default="replace"
-        The model-seeded game's neighbouring relation (:class:`ModelSeededRecordGame`).
+    neighbours : {"replace"}, default="replace"
+        The model-seeded game's neighbouring relation: replace-one, as the traditional game's, so that the two
+        games compare like with like (play :class:`ModelSeededRecordGame` alone for add/remove).
     data, columns, dataset_size, auxiliary_size, evaluation_size, rounds, vulnerable_targets, random_targets, \
 targets, n_boot
         As :class:`TraditionalRecordGame`.
@@ -560,6 +628,15 @@ targets, n_boot
     """
 
     name: ClassVar[str] = "record"
+
+    def __post_init__(self) -> None:
+        _SeededBase.__post_init__(self)
+        if self.neighbours != "replace":
+            raise ValueError(
+                f"neighbours must be 'replace' when both games are played (the traditional game is replace-one, and "
+                f"one attack trained on one pair of worlds plays both), got {self.neighbours!r}; play "
+                "'record-model-seeded' alone for add-remove."
+            )
 
     def played(self) -> tuple[str, ...]:
         return GAMES_PLAYED

@@ -95,8 +95,7 @@ def _run_trial(
     start = time.perf_counter()
     context = TrialContext(cache=cache, progress=None if progress_path is None else _ProgressFile(progress_path))
     outcome = point.game.play(point.mechanism, point.attack, seed=trial.seed, context=context)
-    metrics = point.game.analyse_trial(outcome, settings, seed=trial.seed)
-    records = point.game.record_rows(outcome, settings, seed=trial.seed)
+    metrics, records = point.game.analyse(outcome, settings, seed=trial.seed)
     row: dict[str, Any] = {
         "trial": trial.index,
         "grid_point": trial.grid_index,

@@ -102,6 +102,8 @@ class ResultsStore:
             (path / sub).mkdir(parents=True, exist_ok=True)
             for stale in (path / sub).glob(".*.tmp"):  # left by a run killed while writing
                 stale.unlink(missing_ok=True)
+        for stale in (path / "progress").glob("trial-*.json"):  # counts of trials that a killed run left running
+            stale.unlink(missing_ok=True)
         if not (path / _MANIFEST).exists():
             _atomic_write(path / "config.toml", lambda p: p.write_bytes(config_bytes))
             _atomic_write(path / _MANIFEST, lambda p: p.write_text(json.dumps(dict(manifest), indent=2, default=str)))

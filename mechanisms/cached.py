@@ -1,7 +1,8 @@
 """Releases through the artefact cache: a mechanism's output on given data with a given seed, computed once.
 
-A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the input
-data's content, the seed's entropy and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
+A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the source
+of the mechanism's package and the numerical libraries' versions, the input data's content, the seed's entropy
+and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
 Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; other releases are
 recomputed every time until a codec for them is added here (trained models will bring theirs).  Shadow
 modelling (``attacks/``) and the record games (``games/record.py``) both go through these functions, so a killed
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.cache import ArtefactCache, content_hash, make_key, privgame_version, seed_identity
+from analysis.cache import ArtefactCache, code_fingerprint, content_hash, make_key, privgame_version, seed_identity
 from mechanisms._base import Mechanism
 
 __all__ = ["cached_release", "cached_release_many", "release_key"]
@@ -30,6 +31,7 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
         artefact="release",
         mechanism=mechanism,
         privgame=privgame_version(),
+        code=code_fingerprint(type(mechanism).__module__),
         data=content_hash(data),
         seed=seed_identity(seed),
     )

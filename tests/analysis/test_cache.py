@@ -173,3 +173,30 @@ def test_no_pickle_loads_in_the_library():
         if pattern.search(p.read_text())
     ]
     assert offenders == []
+
+
+def test_the_code_is_part_of_the_key(monkeypatch):
+    import mechanisms.cached as cached
+
+    data, seed = _table(), np.random.SeedSequence(1)
+    before = release_key(Synthpop(), data, seed)
+    monkeypatch.setattr(cached, "code_fingerprint", lambda module: "edited")
+    assert release_key(Synthpop(), data, seed) != before
+
+
+def test_ordered_and_numeric_categories_and_column_name_types_differ():
+    a = pd.DataFrame({"x": pd.Categorical([1, 2])})
+    b = pd.DataFrame({"x": pd.Categorical(["1", "2"])})
+    c = pd.DataFrame({"x": pd.Categorical(["1", "2"], ordered=True)})
+    d = pd.DataFrame({0: [1, 2]})
+    e = pd.DataFrame({"0": [1, 2]})
+    assert len({content_hash(t) for t in (a, b, c)}) == 3 and content_hash(d) != content_hash(e)
+    assert make_key(m={1: 2}) != make_key(m={"1": 2})
+
+
+def test_a_table_parquet_cannot_carry_exactly_is_not_cached(tmp_path):
+    cache = ArtefactCache(tmp_path)
+    key = make_key(x=4)
+    assert not cache.put_table(key, pd.DataFrame({"x": pd.Categorical([1, 2, 1])}))  # numbers as categories
+    assert cache.get_table(key) is None
+    assert cache.put_table(key, _table())

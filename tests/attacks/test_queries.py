@@ -86,9 +86,9 @@ def test_all_subsets_refuses_too_many_columns():
     from attacks.knowledge import BlackBox, Knowledge
     from mechanisms.synth import Synthpop
 
-    wide = pd.DataFrame({f"c{j}": np.arange(30) for j in range(21)})
+    wide = pd.DataFrame({f"c{j}": np.arange(30) for j in range(17)})
     knowledge = Knowledge(wide, wide.iloc[[0]], 10, BlackBox(Synthpop()))
-    with pytest.raises(ValueError, match="at most 20 columns"):
+    with pytest.raises(ValueError, match="at most 16 columns"):
         CountingQueries().featuriser(knowledge, rng=np.random.default_rng(0))
     features = CountingQueries(subsets="sampled", orders=(2, 3)).featuriser(knowledge, rng=np.random.default_rng(0))
     assert features(wide).shape == (5,)
@@ -98,3 +98,22 @@ def test_brute_force_on_a_case_done_by_hand():
     codes = np.array([[0, 1], [0, 2], [1, 1]], dtype=float)
     counts = _brute(codes, np.array([0.0, 1.0]), np.array([False, True]), "ge")
     assert list(counts) == [3, 2, 3, 2]
+
+
+def test_codes_follow_the_schema_not_the_release_category_order():
+    table = pd.DataFrame({"c": pd.Categorical(list("ab"), categories=list("abc")), "x": [1, 2]})
+    schema = TableSchema.of(table)
+    shuffled = table.assign(c=pd.Categorical(list("ab"), categories=list("cba")))
+    assert np.array_equal(schema.codes(shuffled), schema.codes(table))
+    with pytest.raises(TypeError, match="must be numeric"):
+        schema.codes(table.assign(x=["u", "v"]))
+
+
+def test_sampled_counts_without_the_zeta_array_equal_it():
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 3, (50, 6)).astype(float)
+    numeric = np.zeros(6, dtype=bool)
+    masks = match_masks(codes, codes[0], numeric, "eq")
+    chosen = sample_subsets(6, (3, 5, 5), rng=rng)
+    direct = ((masks[:, None] & chosen[None, :]) == chosen[None, :]).sum(axis=0)
+    assert np.array_equal(direct, superset_counts(masks, 6)[chosen])

@@ -67,7 +67,8 @@ def _inputs_of(game, target_index: int = 0, relation_game: str | None = None):
     target = int(setup.targets[target_index])
     out = {}
     for g in game.played():
-        labels, plans = game._worlds(g, setup, target, int(seed.entropy))
+        labels, rounds = game._worlds(g, setup, target, int(seed.entropy))
+        plans = list(rounds)
         out[g] = (labels, [ids for ids, _, _ in plans], [ref for _, _, ref in plans])
     return setup, target, out
 
@@ -383,3 +384,68 @@ def test_cli_records_of_a_non_record_game_and_bad_cache_dir(tmp_path, capsys, wr
     assert main(["run", str(config), "--out", str(tmp_path / "two"), "--cache-dir", str(blocker)]) == 2
     assert "--cache-dir must be a directory" in capsys.readouterr().err
     assert not (tmp_path / "two").exists()  # refused before the results directory is made
+
+
+def test_the_attack_generator_does_not_reveal_the_game_seed():
+    from games.record import _opaque_rng, _stream
+
+    seed = _stream(2025, 0xA7, 17)
+    rng = _opaque_rng(seed)
+    assert np.array_equal(
+        rng.integers(2**62, size=5), np.random.default_rng(_stream(2025, 0xA7, 17)).integers(2**62, size=5)
+    )
+    assert 2025 not in np.atleast_1d(rng.bit_generator.seed_seq.entropy).tolist()
+
+    seen = {}
+
+    class Spy(ClosestDistance):
+        def fit(self, knowledge, *, rng):
+            seen["entropy"] = rng.bit_generator.seed_seq.entropy
+            return super().fit(knowledge, rng=rng)
+
+    _play(ModelSeededRecordGame(**{**SMALL, "rounds": 4}), CopyTable(), Spy(n_shadows=4))
+    assert 11 not in np.atleast_1d(seen["entropy"]).tolist()
+
+
+def test_add_remove_shadows_match_the_game_and_the_pair_refuses_it():
+    from attacks.shadow import shadow_dataset
+
+    game = ModelSeededRecordGame(**SMALL, neighbours="add-remove")
+    setup = game.setup(SEED)
+    knowledge = game.knowledge_for(setup, int(setup.targets[0]), CopyTable(), None)
+    assert knowledge.neighbours == "add-remove"
+    sizes = {label: len(data) for data, label, _ in (shadow_dataset(knowledge, i, seed=SEED) for i in range(4))}
+    assert sizes == {1: 50, 0: 49}
+    with pytest.raises(ValueError, match="neighbours must be 'replace' when both games are played"):
+        RecordGames(**SMALL, neighbours="add-remove")
+
+
+def test_a_split_with_an_empty_side_gives_the_zero_bound():
+    from games.record import _record_bound
+
+    scores, labels = np.array([0.1, 0.9]), np.array([False, True])
+    bounds = {_record_bound(scores, labels, 0.95, 0.0, s) for s in range(40)}
+    assert bounds == {0.0}  # two rounds: no split leaves both sides to choose and to bound on
+
+
+def test_attack_table_checks_run_when_the_config_is_read(tmp_path):
+    path = _quick_config(tmp_path, tmp_path / "log")
+    text = path.read_text()
+    path.write_text(text.replace('name = "closest-distance"\nn_shadows = 20', 'name = "exact-copies"\ncolumn = "sex"'))
+    with pytest.raises(ConfigError, match="column must be one of the numeric columns"):
+        load_config(path)
+
+
+def test_summary_has_a_family_wise_bound_and_stale_progress_is_cleared(tmp_path):
+    config = load_config(_quick_config(tmp_path, tmp_path / "log", rounds=60))
+    out = tmp_path / "r"
+    run_experiment(config, out, progress=False)
+    (out / "progress" / "trial-000001.json").write_text('{"done": 99}')  # as a killed run leaves it
+    run_experiment(config, out, progress=False)  # resuming: nothing to play
+    assert not list((out / "progress").glob("*.json"))
+    from games.report import summarise_results
+
+    summary, _ = summarise_results(str(out))
+    assert {"epsilon_lb_traditional", "epsilon_lb_model_seeded"} <= set(summary)
+    # a copying generator: every round right, so even at β/M (M = 2 records) the bound is positive
+    assert summary["epsilon_lb_model_seeded"].iloc[0] > 0.5
