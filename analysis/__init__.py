@@ -3,6 +3,30 @@
 This package imports nothing from ``games``, ``mechanisms`` or ``attacks``.
 """
 
-from analysis import accounting, fdp, ladder, multi_run, one_run, panoramia, reporting, thresholds
+from analysis import (
+    accounting,
+    cache,
+    fdp,
+    ladder,
+    multi_run,
+    one_run,
+    panoramia,
+    record_risk,
+    reporting,
+    thresholds,
+    vulnerability,
+)
 
-__all__ = ["accounting", "fdp", "ladder", "multi_run", "one_run", "panoramia", "reporting", "thresholds"]
+__all__ = [
+    "accounting",
+    "cache",
+    "fdp",
+    "ladder",
+    "multi_run",
+    "one_run",
+    "panoramia",
+    "record_risk",
+    "reporting",
+    "thresholds",
+    "vulnerability",
+]
