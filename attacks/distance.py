@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from analysis._checks import check_int
 from attacks._base import Attack
 from attacks._tables import TableSchema
-from attacks.knowledge import Knowledge
+from attacks.knowledge import Knowledge, require_knowledge
 from attacks.shadow import MAX_SHADOWS, attack_streams, best_threshold, shadow_features
 
 __all__ = ["ClosestDistance", "ExactCopies", "FittedStatistic", "mixed_distances"]
@@ -47,12 +47,6 @@ class FittedStatistic:
         if len(targets) != 1 or int(targets[0]) != 0:
             raise ValueError(f"this attack is fitted for one target (index 0), got targets {targets!r}.")
         return np.array([float(self.statistic(release)[0])], dtype=np.float64)
-
-
-def _check_knowledge(knowledge: Any, name: str) -> Knowledge:
-    if not isinstance(knowledge, Knowledge):
-        raise TypeError(f"attack {name!r} needs an attacks.knowledge.Knowledge, got {knowledge!r}.")
-    return knowledge
 
 
 def _fit_threshold(knowledge: Knowledge, statistic: Any, n_shadows: int, rng: np.random.Generator) -> FittedStatistic:
@@ -92,7 +86,7 @@ class ClosestDistance(Attack):
         object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2, high=MAX_SHADOWS))
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedStatistic:
-        knowledge = _check_knowledge(knowledge, self.name)
+        knowledge = require_knowledge(knowledge, self.name)
         schema = TableSchema.of(knowledge.auxiliary)
         target = schema.codes(knowledge.targets.iloc[[0]])[0]
 
@@ -155,7 +149,7 @@ class ExactCopies(Attack):
         return numeric[int(np.argmin(freq))]
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedStatistic:
-        knowledge = _check_knowledge(knowledge, self.name)
+        knowledge = require_knowledge(knowledge, self.name)
         column = self.choose_column(knowledge)
         value = knowledge.targets.iloc[0][column]
 

@@ -11,8 +11,8 @@ from numpy.typing import NDArray
 from analysis._checks import check_int
 from attacks._base import Attack, FittedAttack
 from attacks._tables import TableSchema
-from attacks.knowledge import Knowledge
-from attacks.shadow import MAX_SHADOWS, ShadowClassifier, attack_streams, shadow_features
+from attacks.knowledge import require_knowledge
+from attacks.shadow import MAX_SHADOWS, ShadowClassifier, attack_streams
 
 __all__ = ["Groundhog", "groundhog_features"]
 
@@ -83,8 +83,7 @@ class Groundhog(Attack):
         object.__setattr__(self, "n_jobs", check_int("n_jobs", self.n_jobs, low=1))
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
-        if not isinstance(knowledge, Knowledge):
-            raise TypeError(f"attack {self.name!r} needs an attacks.knowledge.Knowledge, got {knowledge!r}.")
+        knowledge = require_knowledge(knowledge, self.name)
         shadow_seed, forest_rng = attack_streams(rng, 2)
         schema = TableSchema.of(knowledge.auxiliary)
         numeric = np.concatenate(
@@ -94,13 +93,13 @@ class Groundhog(Attack):
         def featurise(release: Any) -> NDArray[np.float32]:
             return groundhog_features(schema.one_hot(release), numeric, self.n_bins)
 
-        features, labels = shadow_features(knowledge, featurise, self.n_shadows, seed=shadow_seed)
-        return ShadowClassifier.fit(
-            features,
-            labels,
+        return ShadowClassifier.from_shadows(
+            knowledge,
             featurise,
+            n_shadows=self.n_shadows,
             n_estimators=self.n_estimators,
             max_depth=self.max_depth,
-            rng=np.random.default_rng(forest_rng),
             n_jobs=self.n_jobs,
+            shadow_seed=shadow_seed,
+            forest_seed=forest_rng,
         )

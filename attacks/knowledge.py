@@ -27,7 +27,7 @@ from analysis.cache import ArtefactCache
 from mechanisms._base import Mechanism
 from mechanisms.cached import cached_release_many
 
-__all__ = ["BlackBox", "Knowledge"]
+__all__ = ["BlackBox", "Knowledge", "require_knowledge"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,3 +106,13 @@ class Knowledge:
             raise TypeError(f"oracle must be a BlackBox, got {type(self.oracle).__name__}.")
         if self.neighbours not in ("replace", "add-remove"):
             raise ValueError(f"neighbours must be one of replace, add-remove, got {self.neighbours!r}.")
+
+
+def require_knowledge(knowledge: Any, attack: str) -> Knowledge:
+    """``knowledge`` itself, or a TypeError naming the attack that needs it."""
+    if not isinstance(knowledge, Knowledge):
+        raise TypeError(
+            f"attack {attack!r} needs an attacks.knowledge.Knowledge (a record-level game gives one), "
+            f"got {type(knowledge).__name__}."
+        )
+    return knowledge

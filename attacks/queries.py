@@ -22,8 +22,8 @@ from numpy.typing import NDArray
 from analysis._checks import check_int
 from attacks._base import Attack, FittedAttack
 from attacks._tables import TableSchema
-from attacks.knowledge import Knowledge
-from attacks.shadow import MAX_SHADOWS, ShadowClassifier, attack_streams, shadow_features
+from attacks.knowledge import Knowledge, require_knowledge
+from attacks.shadow import MAX_SHADOWS, ShadowClassifier, attack_streams
 
 __all__ = ["MAX_ALL_SUBSETS_COLUMNS", "CountingQueries", "match_masks", "sample_subsets", "superset_counts"]
 
@@ -187,17 +187,16 @@ class CountingQueries(Attack):
         return featurise
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
-        if not isinstance(knowledge, Knowledge):
-            raise TypeError(f"attack {self.name!r} needs an attacks.knowledge.Knowledge, got {knowledge!r}.")
+        knowledge = require_knowledge(knowledge, self.name)
         shadow_seed, feature_rng, forest_rng = attack_streams(rng, 3)
         featurise = self.featuriser(knowledge, rng=np.random.default_rng(feature_rng))
-        features, labels = shadow_features(knowledge, featurise, self.n_shadows, seed=shadow_seed)
-        return ShadowClassifier.fit(
-            features,
-            labels,
+        return ShadowClassifier.from_shadows(
+            knowledge,
             featurise,
+            n_shadows=self.n_shadows,
             n_estimators=self.n_estimators,
             max_depth=self.max_depth,
-            rng=np.random.default_rng(forest_rng),
             n_jobs=self.n_jobs,
+            shadow_seed=shadow_seed,
+            forest_seed=forest_rng,
         )

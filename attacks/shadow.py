@@ -172,6 +172,31 @@ class ShadowClassifier:
         )
         return cls(featurise, mean, scale, forest)
 
+    @classmethod
+    def from_shadows(
+        cls,
+        knowledge: Knowledge,
+        featurise: Featuriser,
+        *,
+        n_shadows: int,
+        n_estimators: int,
+        max_depth: int | None,
+        n_jobs: int,
+        shadow_seed: np.random.SeedSequence,
+        forest_seed: np.random.SeedSequence,
+    ) -> ShadowClassifier:
+        """Build ``n_shadows`` shadow releases, featurise them and fit the forest (what every such attack does)."""
+        features, labels = shadow_features(knowledge, featurise, n_shadows, seed=shadow_seed)
+        return cls.fit(
+            features,
+            labels,
+            featurise,
+            n_estimators=n_estimators,
+            max_depth=max_depth,
+            rng=np.random.default_rng(forest_seed),
+            n_jobs=n_jobs,
+        )
+
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
         if len(targets) != 1 or int(targets[0]) != 0:
             raise ValueError(f"a shadow classifier is fitted for one target (index 0), got targets {targets!r}.")
