@@ -72,11 +72,11 @@ def test_knowledge_errors(kwargs, error, match):
 
 
 def test_attacks_need_knowledge_and_oracle_needs_seed_sequences():
-    with pytest.raises(TypeError, match="needs an attacks.knowledge.Knowledge"):
+    with pytest.raises(TypeError, match=r"needs an attacks\.knowledge\.Knowledge"):
         ClosestDistance().fit(None, rng=np.random.default_rng(0))
-    with pytest.raises(TypeError, match="needs an attacks.knowledge.Knowledge"):
+    with pytest.raises(TypeError, match=r"needs an attacks\.knowledge\.Knowledge"):
         require_knowledge({}, "groundhog")
-    with pytest.raises(TypeError, match="seeds\\[0\\] must be a numpy.random.SeedSequence"):
+    with pytest.raises(TypeError, match=r"seeds\[0\] must be a numpy\.random\.SeedSequence"):
         BlackBox(Synthpop()).release_many([AUX], seeds=[np.random.default_rng(0)])
 
 
