@@ -200,3 +200,13 @@ def test_a_table_parquet_cannot_carry_exactly_is_not_cached(tmp_path):
     assert not cache.put_table(key, pd.DataFrame({"x": pd.Categorical([1, 2, 1])}))  # numbers as categories
     assert cache.get_table(key) is None
     assert cache.put_table(key, _table())
+
+
+def test_default_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    from analysis.cache import default_cache_dir
+
+    monkeypatch.setenv("PRIVGAME_CACHE_DIR", str(tmp_path / "explicit"))
+    assert default_cache_dir() == tmp_path / "explicit"
+    monkeypatch.delenv("PRIVGAME_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "privgame"
