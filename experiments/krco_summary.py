@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis.record_risk import MISS_RATE_THRESHOLDS, miss_rate, plot_risk_scatter, rmsd
@@ -43,7 +44,11 @@ def main() -> None:
             name = label if not swept else f"{label}, ε = {key[0] if isinstance(key, tuple) else key:g}"
             wide = part.pivot(index="record", columns="game", values="auc")
             ms, tr = wide["model-seeded"].to_numpy(), wide["traditional"].to_numpy()
-            row = {"generator": name, "records": len(wide), "rmsd": rmsd(ms, tr)}
+            width = part.pivot(index="record", columns="game", values="auc_high") - part.pivot(
+                index="record", columns="game", values="auc_low"
+            )
+            noise = float(np.sqrt(((width / (2 * 1.959964)) ** 2).sum(axis=1).mean()))
+            row = {"generator": name, "records": len(wide), "rmsd": rmsd(ms, tr), "rmsd_noise": noise}
             for t in MISS_RATE_THRESHOLDS:
                 n_high = int((ms >= t).sum())
                 row[f"MR({t:g})"] = miss_rate(ms, tr, t)

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 from dp_accounting import NeighboringRelation
+from scipy import stats
 
 from analysis._checks import check_int
 from analysis.multi_run import audit_scores
@@ -504,6 +505,14 @@ class _RecordGameBase(Game):
             ms = rows["auc_model_seeded"].to_numpy(dtype=float)
             tr = rows["auc_traditional"].to_numpy(dtype=float)
             out["rmsd"] = rmsd(ms, tr)
+            # the RMSD that estimation noise alone gives at these round counts (both games with equal risks):
+            # each AUC's standard error from its bootstrap interval, se = width / (2 z)
+            z = 2.0 * float(stats.norm.ppf(0.5 + settings.confidence / 2))
+            se2 = sum(
+                ((rows[f"auc_high_{g}"] - rows[f"auc_low_{g}"]).to_numpy(dtype=float) / z) ** 2
+                for g in ("model_seeded", "traditional")
+            )
+            out["rmsd_noise"] = float(np.sqrt(np.mean(se2)))
             for t in MISS_RATE_THRESHOLDS:
                 out[f"miss_rate_{t:g}"] = miss_rate(ms, tr, t)
         return out

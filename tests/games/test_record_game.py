@@ -359,7 +359,16 @@ def test_cli_run_report_records_and_plot(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(out), "--format", "csv"]) == 0
     summary = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
-    assert {"n_records", "rmsd", "miss_rate_0.6", "miss_rate_0.7", "miss_rate_0.8", "miss_rate_0.9"} <= set(summary)
+    assert {
+        "n_records",
+        "rmsd",
+        "rmsd_noise",
+        "miss_rate_0.6",
+        "miss_rate_0.7",
+        "miss_rate_0.8",
+        "miss_rate_0.9",
+    } <= set(summary)
+    assert (summary["rmsd_noise"] >= 0).all()
     assert summary["n_records"].tolist() == [2]
     assert main(["report", str(out), "--records", "--format", "csv", "--plot", str(tmp_path / "s.png")]) == 0
     records = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
