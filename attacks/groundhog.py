@@ -12,7 +12,7 @@ from analysis._checks import check_int
 from attacks._base import Attack, FittedAttack
 from attacks._tables import TableSchema
 from attacks.knowledge import require_knowledge
-from attacks.shadow import MAX_SHADOWS, ShadowClassifier, attack_streams
+from attacks.shadow import ShadowClassifier, attack_streams, check_forest_params
 
 __all__ = ["Groundhog", "groundhog_features"]
 
@@ -76,15 +76,11 @@ class Groundhog(Attack):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n_bins", check_int("n_bins", self.n_bins, low=1))
-        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2, high=MAX_SHADOWS))
-        object.__setattr__(self, "n_estimators", check_int("n_estimators", self.n_estimators, low=1, high=100_000))
-        if self.max_depth is not None:
-            object.__setattr__(self, "max_depth", check_int("max_depth", self.max_depth, low=1))
-        object.__setattr__(self, "n_jobs", check_int("n_jobs", self.n_jobs, low=1))
+        check_forest_params(self)
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
         knowledge = require_knowledge(knowledge, self.name)
-        shadow_seed, forest_rng = attack_streams(rng, 2)
+        shadow_seed, forest_seed = attack_streams(rng, 2)
         schema = TableSchema.of(knowledge.auxiliary)
         numeric = np.concatenate(
             [[True] if cats is None else np.zeros(len(cats), dtype=bool) for cats in schema.categories]
@@ -94,12 +90,5 @@ class Groundhog(Attack):
             return groundhog_features(schema.one_hot(release), numeric, self.n_bins)
 
         return ShadowClassifier.from_shadows(
-            knowledge,
-            featurise,
-            n_shadows=self.n_shadows,
-            n_estimators=self.n_estimators,
-            max_depth=self.max_depth,
-            n_jobs=self.n_jobs,
-            shadow_seed=shadow_seed,
-            forest_seed=forest_rng,
+            knowledge, featurise, self, shadow_seed=shadow_seed, forest_seed=forest_seed
         )

@@ -23,7 +23,7 @@ from analysis._checks import check_int
 from attacks._base import Attack, FittedAttack
 from attacks._tables import TableSchema
 from attacks.knowledge import Knowledge, require_knowledge
-from attacks.shadow import MAX_SHADOWS, ShadowClassifier, attack_streams
+from attacks.shadow import ShadowClassifier, attack_streams, check_forest_params
 
 __all__ = ["MAX_ALL_SUBSETS_COLUMNS", "CountingQueries", "match_masks", "sample_subsets", "superset_counts"]
 
@@ -146,11 +146,7 @@ class CountingQueries(Attack):
         )
         if sum(self.orders) == 0:
             raise ValueError(f"orders must ask for at least one query, got {self.orders!r}.")
-        object.__setattr__(self, "n_shadows", check_int("n_shadows", self.n_shadows, low=2, high=MAX_SHADOWS))
-        object.__setattr__(self, "n_estimators", check_int("n_estimators", self.n_estimators, low=1, high=100_000))
-        if self.max_depth is not None:
-            object.__setattr__(self, "max_depth", check_int("max_depth", self.max_depth, low=1))
-        object.__setattr__(self, "n_jobs", check_int("n_jobs", self.n_jobs, low=1))
+        check_forest_params(self)
 
     def table_incompatibility(self, table: pd.DataFrame) -> str | None:
         """Why this attack cannot run on tables with ``table``'s columns (checked before any work), or ``None``."""
@@ -188,15 +184,8 @@ class CountingQueries(Attack):
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
         knowledge = require_knowledge(knowledge, self.name)
-        shadow_seed, feature_rng, forest_rng = attack_streams(rng, 3)
+        shadow_seed, feature_rng, forest_seed = attack_streams(rng, 3)
         featurise = self.featuriser(knowledge, rng=np.random.default_rng(feature_rng))
         return ShadowClassifier.from_shadows(
-            knowledge,
-            featurise,
-            n_shadows=self.n_shadows,
-            n_estimators=self.n_estimators,
-            max_depth=self.max_depth,
-            n_jobs=self.n_jobs,
-            shadow_seed=shadow_seed,
-            forest_seed=forest_rng,
+            knowledge, featurise, self, shadow_seed=shadow_seed, forest_seed=forest_seed
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -25,9 +25,11 @@ from attacks.knowledge import Knowledge
 
 __all__ = [
     "MAX_SHADOWS",
+    "ForestParams",
     "ShadowClassifier",
     "attack_streams",
     "best_threshold",
+    "check_forest_params",
     "fit_forest",
     "shadow_dataset",
     "shadow_features",
@@ -36,6 +38,28 @@ __all__ = [
 Featuriser = Callable[[Any], NDArray[Any]]
 _CHUNK = 25
 MAX_SHADOWS = 1_000_000
+
+
+class ForestParams(Protocol):
+    """The parameters every shadow-classifier attack has: its shadows and its RandomForest."""
+
+    @property
+    def n_shadows(self) -> int: ...
+    @property
+    def n_estimators(self) -> int: ...
+    @property
+    def max_depth(self) -> int | None: ...
+    @property
+    def n_jobs(self) -> int: ...
+
+
+def check_forest_params(attack: ForestParams) -> None:
+    """Validate and normalise a frozen attack's ``n_shadows``, ``n_estimators``, ``max_depth`` and ``n_jobs``."""
+    object.__setattr__(attack, "n_shadows", check_int("n_shadows", attack.n_shadows, low=2, high=MAX_SHADOWS))
+    object.__setattr__(attack, "n_estimators", check_int("n_estimators", attack.n_estimators, low=1, high=100_000))
+    if attack.max_depth is not None:
+        object.__setattr__(attack, "max_depth", check_int("max_depth", attack.max_depth, low=1))
+    object.__setattr__(attack, "n_jobs", check_int("n_jobs", attack.n_jobs, low=1))
 
 
 def attack_streams(rng: np.random.Generator, n: int) -> list[np.random.SeedSequence]:
@@ -177,24 +201,22 @@ class ShadowClassifier:
         cls,
         knowledge: Knowledge,
         featurise: Featuriser,
+        forest: ForestParams,
         *,
-        n_shadows: int,
-        n_estimators: int,
-        max_depth: int | None,
-        n_jobs: int,
         shadow_seed: np.random.SeedSequence,
         forest_seed: np.random.SeedSequence,
     ) -> ShadowClassifier:
-        """Build ``n_shadows`` shadow releases, featurise them and fit the forest (what every such attack does)."""
-        features, labels = shadow_features(knowledge, featurise, n_shadows, seed=shadow_seed)
+        """Build ``forest.n_shadows`` shadow releases, featurise them and fit the forest (what every such attack
+        does)."""
+        features, labels = shadow_features(knowledge, featurise, forest.n_shadows, seed=shadow_seed)
         return cls.fit(
             features,
             labels,
             featurise,
-            n_estimators=n_estimators,
-            max_depth=max_depth,
+            n_estimators=forest.n_estimators,
+            max_depth=forest.max_depth,
             rng=np.random.default_rng(forest_seed),
-            n_jobs=n_jobs,
+            n_jobs=forest.n_jobs,
         )
 
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
