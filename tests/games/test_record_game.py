@@ -288,6 +288,12 @@ GOLDEN_LABELS = [1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
         ({"vulnerable_targets": 0, "random_targets": 0}, "between 1 and dataset_size"),
         ({"data": "digits"}, "data must be one of"),
         ({"n_boot": 2}, "n_boot must be"),
+        ({"columns": "age"}, "columns must be a list of column names"),
+        ({"columns": ()}, "columns must be distinct and at least one"),
+        ({"targets": "12"}, "targets must be a list of record ids"),
+        ({"targets": ()}, "targets must name at least one record id"),
+        ({"targets": (1.5,)}, r"targets\[0\] must be"),
+        ({"rounds": float("nan")}, "rounds must be"),
     ],
 )
 def test_bad_game_parameters_fail_with_one_line(params, match):
