@@ -198,6 +198,11 @@ def dpsgd_epsilon(
     Examples
     --------
     The reference of SPEC §6 (q = 256/60000, σ = 1.1, T = 14062, δ = 1e-5): PLD ≈ 2.38, RDP ≈ 2.60.
+
+    >>> round(dpsgd_epsilon(1.1, 256 / 60000, 14062, 1e-5), 2)
+    2.38
+    >>> round(dpsgd_epsilon(1.1, 256 / 60000, 14062, 1e-5, accountant="rdp"), 2)
+    2.6
     """
     return dpsgd_claim(noise_multiplier, sampling_rate, steps, accountant=accountant).epsilon(delta)
 

@@ -1,0 +1,50 @@
+"""The docstrings' examples run: every ``>>>`` example of the four packages, as part of the default suite.
+
+Modules are found by their text (no import at collection); each is then imported and its examples run with
+:mod:`doctest` (``ELLIPSIS`` on, as pytest's ``--doctest-modules`` has it).  A module that needs an optional extra
+that is not installed (torch, pgmpy) is skipped, any other import failure fails.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("analysis", "attacks", "games", "mechanisms")
+OPTIONAL = {"torch", "pgmpy"}  # the extras a module may need (pyproject's optional dependencies)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = sorted(
+    _module_name(p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if ">>>" in p.read_text(encoding="utf-8")
+)
+
+
+def test_the_packages_have_examples():
+    assert len(MODULES) >= 10, MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in OPTIONAL:
+            pytest.skip(f"{name} needs the optional {exc.name}")
+        raise
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    out: list[str] = []
+    for test in finder.find(module, name):
+        runner.run(test, out=out.append)
+    result = runner.summarize(verbose=False)
+    assert result.attempted > 0, f"{name} has '>>>' in its text but no example doctest can find"
+    assert result.failed == 0, "".join(out)
