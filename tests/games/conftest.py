@@ -52,3 +52,19 @@ def write_config(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture
+def stored_trial(tmp_path: Path):
+    """Run a config (given as sections) through the runner into a results directory; return the stored row and raw
+    outcome of one trial (what a golden test pins: the path every stored result takes)."""
+    from games.config import parse_config
+    from games.runner import run_experiment
+
+    def run(sections: dict[str, dict[str, Any]], trial: int = 0) -> tuple[dict[str, Any], Any]:
+        store = run_experiment(parse_config(sections), tmp_path / "golden", progress=False)
+        rows = store.rows()
+        row = rows[rows["trial"] == trial].iloc[0].to_dict()
+        return row, store.load_outcome(trial)
+
+    return run

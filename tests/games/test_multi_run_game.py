@@ -134,3 +134,25 @@ def test_point_estimate_is_caught():
         fnr = (~guess[outcome.membership]).mean()
         violations += np.log((1 - fnr) / fpr) > 1.0
     assert stats.binomtest(violations, r, 0.05, alternative="greater").pvalue <= 1e-3
+
+
+GOLDEN_CONFIG = {
+    "experiment": {"name": "golden", "seed": 2026, "repetitions": 2},
+    "game": {"name": "multi-run", "runs": 64, "thresholds": 10},
+    "mechanism": {"name": "gaussian", "sigma": [0.25, 1.0]},
+    "attack": {"name": "identity"},
+    "analysis": {"confidence": 0.95, "delta": 1e-5},
+}
+
+
+def test_golden_row_is_pinned_to_its_seed(stored_trial):
+    """Trial 1 (grid point 0, repetition 1) as stored, recorded from the code on 2026-12-01.  A change here means
+    the runner's seed spawning or the game's role-stream order (membership, mechanism runs, attack) changed: a
+    breaking change for every stored result, to be made on purpose and announced, never silently."""
+    row, outcome = stored_trial(GOLDEN_CONFIG, trial=1)
+    assert (row["grid_point"], row["repetition"], row["spawn_key"]) == (0, 1, "0/1")
+    assert (row["n_in"], row["n_runs"]) == (32, 64)
+    assert row["epsilon_lb"] == pytest.approx(1.3769093078419359, rel=1e-9)
+    expected = [-0.004646973174419824, 0.06227439719317325, 0.9228501074749105, 0.04731261648707269]
+    np.testing.assert_allclose(outcome.scores[:4], expected, rtol=1e-12)
+    assert outcome.membership[:10].astype(int).tolist() == [0, 0, 1, 0, 1, 0, 0, 1, 0, 0]

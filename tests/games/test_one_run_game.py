@@ -118,3 +118,24 @@ def test_analysis_settings_validation():
         AnalysisSettings(confidence=1.0)
     with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
         AnalysisSettings(delta=float("nan"))
+
+
+GOLDEN_CONFIG = {
+    "experiment": {"name": "golden", "seed": 2026, "repetitions": 2},
+    "game": {"name": "one-run", "m": 500, "k_pos": 50, "k_neg": 50},
+    "mechanism": {"name": "randomized-response", "epsilon": [1.0, 4.0]},
+    "attack": {"name": "identity"},
+    "analysis": {"confidence": 0.95, "delta": 0.0},
+}
+
+
+def test_golden_row_is_pinned_to_its_seed(stored_trial):
+    """Trial 3 (grid point 1, repetition 1) as stored, recorded from the code on 2026-12-01.  A change here means
+    the runner's seed spawning or the game's role-stream order changed: a breaking change for every stored result
+    (the same config and seed would no longer replay them), to be made on purpose and announced, never silently."""
+    row, outcome = stored_trial(GOLDEN_CONFIG, trial=3)
+    assert (row["grid_point"], row["repetition"], row["spawn_key"]) == (1, 1, "1/1")
+    assert (row["m"], row["r"], row["v"]) == (500, 100, 98)
+    assert row["epsilon_lb"] == pytest.approx(2.7231823196361664, rel=1e-9)
+    assert outcome.scores[:4].tolist() == [0.0, 1.0, 0.0, 1.0]
+    assert outcome.membership[:10].astype(int).tolist() == [0, 1, 0, 1, 1, 1, 0, 1, 0, 0]

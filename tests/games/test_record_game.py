@@ -274,6 +274,66 @@ GOLDEN_SCORES = [-0.0, -1.287912, -2.015385, -2.0]
 GOLDEN_LABELS = [1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
 
 
+# Trial 1 of each record game (the random target) as stored, recorded from the code on 2026-12-01, with BayNet and
+# the closest-distance attack.  A change here means the runner's seed spawning, the population split, the target
+# selection or the order of the game's role streams (attack, labels, rounds, analysis) changed: a breaking change
+# for every stored result, to be made on purpose and announced, never silently.
+GOLDEN_TRADITIONAL = {
+    "auc_traditional": 0.62,
+    "auc_low_traditional": 0.4445,
+    "auc_high_traditional": 0.9754999999999999,
+    "accuracy_traditional": 0.6,
+    "epsilon_lb_traditional": 0.0,
+}
+GOLDEN_MODEL_SEEDED = {
+    "auc_model_seeded": 0.68,
+    "auc_low_model_seeded": 0.3245,
+    "auc_high_model_seeded": 0.9464999999999999,
+    "accuracy_model_seeded": 0.7,
+    "epsilon_lb_model_seeded": 0.0,
+}
+TRADITIONAL_SCORES = [-0.06779661016949153, -0.01694915254237288, -0.06779661016949153, -0.13559322033898305]
+TRADITIONAL_LABELS = [1, 1, 0, 0, 0, 1, 0, 1, 0, 1]
+MODEL_SEEDED_SCORES = [-0.2542372881355932, -0.2033898305084746, -0.0, -0.2033898305084746]
+MODEL_SEEDED_LABELS = [0, 1, 1, 0, 0, 1, 0, 1, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("game", "metrics", "scores", "labels"),
+    [
+        ("record-traditional", GOLDEN_TRADITIONAL, TRADITIONAL_SCORES, TRADITIONAL_LABELS),
+        ("record-model-seeded", GOLDEN_MODEL_SEEDED, MODEL_SEEDED_SCORES, MODEL_SEEDED_LABELS),
+        ("record", {**GOLDEN_TRADITIONAL, **GOLDEN_MODEL_SEEDED}, TRADITIONAL_SCORES, TRADITIONAL_LABELS),
+    ],
+)
+def test_golden_stored_row_of_each_record_game(stored_trial, game, metrics, scores, labels):
+    columns = ["age", "sex", "education", "income"]
+    sizes = {"dataset_size": 40, "auxiliary_size": 200, "evaluation_size": 200}
+    config = {
+        "experiment": {"name": "golden", "seed": 2026},
+        "game": {
+            "name": game,
+            "columns": columns,
+            **sizes,
+            "rounds": 10,
+            "vulnerable_targets": 1,
+            "random_targets": 1,
+            "n_boot": 50,
+        },
+        "mechanism": {"name": "baynet", "k": 1},
+        "attack": {"name": "closest-distance", "n_shadows": 6},
+    }
+    row, outcome = stored_trial(config, trial=1)
+    assert (row["spawn_key"], row["record"], row["selection"]) == ("0/1", 45912, "random")
+    assert row["vulnerability"] == pytest.approx(0.004462597577191052, rel=1e-9)
+    assert {k: row[k] for k in metrics} == pytest.approx(metrics, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(outcome.scores[:4], scores, rtol=1e-12)
+    assert outcome.membership[:10].astype(int).tolist() == labels
+    if game == "record":  # the model-seeded rounds follow the traditional ones
+        np.testing.assert_allclose(outcome.scores[10:14], MODEL_SEEDED_SCORES, rtol=1e-12)
+        assert outcome.membership[10:20].astype(int).tolist() == MODEL_SEEDED_LABELS
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [
