@@ -5,6 +5,7 @@ Usage::
     privgame run CONFIG.toml --out DIR [--n-jobs N] [--force] [--no-progress] [--dask-scheduler ADDRESS]
                  [--cache-dir DIR | --no-cache]
     privgame report DIR [--records] [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
+                    [--plugins MODULE ...] [--trust-plugins]
     privgame list
     privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid]
     privgame ladder --plot FILE [--mu 1 2 4] [--n N] [--delta D] [--confidence C]
@@ -83,6 +84,18 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--ladder", metavar="FILE", help="also draw every estimator's bound on the stored scores (the estimator ladder)"
     )
+    report.add_argument(
+        "--plugins",
+        nargs="+",
+        metavar="MODULE",
+        default=[],
+        help="plugin modules to import (needed only when the game comes from a plugin); importing runs their code",
+    )
+    report.add_argument(
+        "--trust-plugins",
+        action="store_true",
+        help="import the plugins the results' manifest names (runs their code: only for results you trust)",
+    )
 
     validate = sub.add_parser("validate", help="check every estimator's promise on games with known ε")
     validate.add_argument("--quick", action="store_true", help="100 repetitions (about a minute on 2 cores)")
@@ -141,8 +154,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from games.report import plot_results, records_results, summarise_results
 
-    summary, swept = summarise_results(args.results)
-    table = records_results(args.results) if args.records else summary
+    trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
+    summary, swept = summarise_results(args.results, **trust)
+    table = records_results(args.results, **trust) if args.records else summary
     text = format_table(table, args.format)
     if args.output:
         Path(args.output).write_text(text)
@@ -155,7 +169,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from analysis.ladder import plot_ladder
         from games.report import ladder_results
 
-        ladder = ladder_results(args.results)
+        ladder = ladder_results(args.results, **trust)
         sys.stdout.write("\n" + format_table(ladder, args.format))
         print(f"ladder written to {plot_ladder(ladder, args.ladder, title=Path(args.results).name)}", file=sys.stderr)
     return 0

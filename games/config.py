@@ -24,7 +24,7 @@ import json
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,15 @@ from games._base import AnalysisSettings, Game
 from games.registry import ATTACKS, GAMES, MECHANISMS, Registry, UnknownNameError
 from mechanisms._base import Mechanism
 
-__all__ = ["ConfigError", "ExperimentConfig", "GridPoint", "load_config", "parse_config"]
+__all__ = [
+    "ConfigError",
+    "ExperimentConfig",
+    "GridPoint",
+    "import_plugins",
+    "load_config",
+    "parse_config",
+    "stored_games",
+]
 
 _COMPONENT_SECTIONS: dict[str, Registry[Any]] = {"game": GAMES, "mechanism": MECHANISMS, "attack": ATTACKS}
 _SECTIONS = ("experiment", "game", "mechanism", "attack", "analysis")
@@ -143,11 +151,7 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
             raise ConfigError(f"[{section}] must be a table, got {data[section]!r}.")
 
     name, seed, repetitions, plugins = _parse_experiment(data["experiment"])
-    for module in plugins:
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # any failure of a user's module is reported, not raised through
-            raise ConfigError(f"[experiment] plugins: cannot import {module!r}: {exc}.") from None
+    import_plugins(plugins, source="[experiment] plugins")
 
     classes: dict[str, type] = {}
     fixed: dict[str, dict[str, Any]] = {}
@@ -188,6 +192,79 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
         grid=tuple(grid),
         raw=json.loads(json.dumps(data, default=str)),
     )
+
+
+def import_plugins(modules: Sequence[str], *, source: str) -> None:
+    """Import the plugin modules ``modules`` (each registers its own components).
+
+    Importing a module runs its code, with the user's rights: only modules the user chose are imported (a config
+    they run, ``privgame report --plugins``/``--trust-plugins``), never ones a results directory names by itself.
+
+    Parameters
+    ----------
+    modules : sequence of str
+        Importable module names.
+    source : str
+        Where the names come from, for messages (``"[experiment] plugins"``, ``"--plugins"``).
+
+    Raises
+    ------
+    ConfigError
+        If a module cannot be imported (naming it and the reason).
+    """
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # any failure of a user's module is reported, not raised through
+            raise ConfigError(f"{source}: cannot import {module!r}: {exc}.") from None
+
+
+def stored_games(data: Mapping[str, Any], swept: Sequence[str]) -> tuple[AnalysisSettings, tuple[Game, ...]]:
+    """The analysis settings and every grid point's game of a stored config, importing no plugin.
+
+    What reading results needs: only the game is built (the mechanism and attack, which may come from plugins
+    and may be slow to build, such as DP-SGD's σ calibration, are not), its name resolved in :data:`GAMES` as
+    registered now.  The grid is expanded as :func:`parse_config` does, from ``swept``, the swept parameters it
+    found (the manifest's ``swept``).
+
+    Parameters
+    ----------
+    data : mapping
+        The config as :attr:`ExperimentConfig.raw` holds it (a results manifest's ``config``).
+    swept : sequence of str
+        The swept parameters, as ``"section.key"``, in grid order.
+
+    Returns
+    -------
+    analysis : AnalysisSettings
+    games : tuple of Game
+        One per grid point, in grid order.
+
+    Raises
+    ------
+    ConfigError
+        If the game's name is not registered, or the stored values do not make a valid grid.
+    """
+    if not isinstance(data, Mapping) or not isinstance(data.get("game"), Mapping):
+        raise ConfigError(f"a stored config must hold a [game] table, got {data!r}.")
+    cls, params = _resolve("game", GAMES, data["game"])
+    sweeps: list[tuple[str, str, list[Any]]] = []
+    for item in swept:
+        section, _, key = str(item).partition(".")
+        values = data.get(section, {}).get(key) if isinstance(data.get(section), Mapping) else None
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"swept parameter {item!r} has no list of values in the stored config, got {values!r}.")
+        sweeps.append((section, key, values))
+    swept_here = {key for section, key, _ in sweeps if section == "game"}
+    fixed = {key: _freeze(value) for key, value in params.items() if key not in swept_here}
+    games = []
+    for combo in itertools.product(*(values for _, _, values in sweeps)):
+        point = dict(fixed)
+        for (section, key, _), value in zip(sweeps, combo, strict=True):
+            if section == "game":
+                point[key] = _freeze(value)
+        games.append(_build("game", cls, point))
+    return _parse_analysis(data.get("analysis", {})), tuple(games)
 
 
 def _parse_experiment(section: Mapping[str, Any]) -> tuple[str, int, int | None, tuple[str, ...]]:

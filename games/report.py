@@ -1,31 +1,101 @@
-"""Summaries of a results directory: one row per grid point."""
+"""Summaries of a results directory: one row per grid point.
+
+A results directory may come from someone else, so reading it runs none of its code: the plugins its manifest
+names are not imported unless the caller asks (``plugins`` to import modules of their choice, ``trust_plugins``
+to import those the manifest names).  Everything is read from the manifest (the stored config, its grid and the
+analytic ε of each point) and the stored rows and arrays; only each grid point's game is rebuilt, as it
+summarises its own trials, so a plugin is needed only when the game itself comes from one.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from games.config import ExperimentConfig, parse_config
+from games._base import AnalysisSettings, Game
+from games.config import ConfigError, import_plugins, stored_games
+from games.registry import GAMES
 from games.store import ResultsStore, StoreError
 
 __all__ = ["ladder_results", "plot_results", "records_results", "summarise_results"]
 
 
-def _load(root: str) -> tuple[ResultsStore, dict[str, Any], ExperimentConfig, pd.DataFrame]:
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """What a report needs of a results directory, read without building mechanisms or attacks."""
+
+    store: ResultsStore
+    manifest: dict[str, Any]
+    name: str
+    swept: tuple[str, ...]
+    analysis: AnalysisSettings
+    games: tuple[Game, ...]
+    rows: pd.DataFrame
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _manifest_plugins(manifest: dict[str, Any]) -> tuple[str, ...]:
+    """The plugin modules a results manifest names (``[experiment] plugins`` of its stored config)."""
+    named = _table(_table(manifest.get("config")).get("experiment")).get("plugins", [])
+    return tuple(str(p) for p in named) if isinstance(named, list) else ()
+
+
+def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -> _Stored:
     store = ResultsStore(root)
     manifest = store.manifest()
-    config = parse_config(manifest["config"])
+    named = _manifest_plugins(manifest)
+    import_plugins(plugins, source="--plugins")
+    if trust_plugins:
+        import_plugins(named, source=f"{root}/manifest.json plugins (--trust-plugins)")
+    config = _table(manifest.get("config"))
+    game = _table(config.get("game")).get("name")
+    if isinstance(game, str) and game not in GAMES and named and not trust_plugins:
+        raise StoreError(
+            f"{root!r} needs the game {game!r}, which is not registered; its manifest names the plugins "
+            f"{', '.join(map(repr, named))}, not imported because importing runs their code: pass --trust-plugins "
+            "to import them, or --plugins MODULE ... to import modules you trust."
+        )
+    swept = manifest.get("swept", [])
+    swept = tuple(str(s) for s in swept) if isinstance(swept, list) else ()
+    try:
+        analysis, games = stored_games(config, swept)
+    except ConfigError as exc:
+        raise StoreError(f"{root}/manifest.json: {exc}") from None
+    grid = manifest.get("grid")
+    if not isinstance(grid, list) or len(grid) != len(games):
+        size = len(grid) if isinstance(grid, list) else grid
+        raise StoreError(
+            f"{root}/manifest.json: grid must list the {len(games)} grid points of its config, got {size!r}."
+        )
     rows = store.rows()
     if rows.empty:
         raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
-    return store, manifest, config, rows
+    name = str(manifest.get("name") or _table(config.get("experiment")).get("name", ""))
+    return _Stored(store, manifest, name, swept, analysis, games, rows)
 
 
-def summarise_results(root: str) -> tuple[pd.DataFrame, list[str]]:
+def summarise_results(
+    root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False
+) -> tuple[pd.DataFrame, list[str]]:
     """One row per grid point of the results in ``root``: the swept parameters, then the game's summary columns.
+
+    Parameters
+    ----------
+    root : str
+        The results directory.
+    plugins : sequence of str, default=()
+        Plugin modules to import first (needed only when the experiment's game comes from a plugin).
+    trust_plugins : bool, default=False
+        Also import the plugins the directory's manifest names.  Importing a module runs its code: only for
+        results from a trusted source.
 
     Returns
     -------
@@ -36,35 +106,39 @@ def summarise_results(root: str) -> tuple[pd.DataFrame, list[str]]:
     Raises
     ------
     games.store.StoreError
-        If ``root`` is not a results directory or holds no finished trial.
+        If ``root`` is not a results directory, holds no finished trial, or its game is not registered (its
+        message names the plugins the manifest names and how to allow them).
+    games.config.ConfigError
+        If a plugin asked for cannot be imported.
     """
-    store, manifest, config, rows = _load(root)
+    stored = _load(root, plugins, trust_plugins)
+    rows = stored.rows
     records = []
     for g in sorted(rows["grid_point"].unique()):
         part = rows[rows["grid_point"] == g]
-        point = config.grid[int(g)]
-        summary = point.game.summarise(part, config.analysis, store.load_outcome)
-        records.append({**manifest["grid"][int(g)]["params"], **summary})
-    return pd.DataFrame.from_records(records), list(config.swept)
+        summary = stored.games[int(g)].summarise(part, stored.analysis, stored.store.load_outcome)
+        records.append({**stored.manifest["grid"][int(g)]["params"], **summary})
+    return pd.DataFrame.from_records(records), list(stored.swept)
 
 
-def records_results(root: str) -> pd.DataFrame:
+def records_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False) -> pd.DataFrame:
     """One row per (record, game) of a record-level game's results: the grid point's swept values, then the
-    per-record metrics (``record, game, selection, auc, auc_low, auc_high, accuracy, ..., epsilon_lb``).
+    per-record metrics (``record, game, selection, auc, auc_low, auc_high, accuracy, ..., epsilon_lb``);
+    ``plugins`` and ``trust_plugins`` as in :func:`summarise_results`.
 
     Raises
     ------
     games.store.StoreError
         If ``root`` holds no per-record results (its game is not a record-level game).
     """
-    store, manifest, config, _ = _load(root)
-    records = store.records()
+    stored = _load(root, plugins, trust_plugins)
+    records = stored.store.records()
     if records.empty:
         raise StoreError(
             f"{root!r} holds no per-record results: --records needs a record-level game "
-            f"(this experiment's game is {config.grid[0].game.name!r})."
+            f"(this experiment's game is {stored.games[0].name!r})."
         )
-    params = pd.DataFrame([manifest["grid"][int(g)]["params"] for g in records["grid_point"]])
+    params = pd.DataFrame([stored.manifest["grid"][int(g)]["params"] for g in records["grid_point"]])
     return pd.concat([params.reset_index(drop=True), records.drop(columns=["grid_point"])], axis=1)
 
 
@@ -91,8 +165,9 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
     return plot_lower_bounds(summary, path, group_by=group_by, title=Path(root).name)
 
 
-def ladder_results(root: str) -> pd.DataFrame:
-    """Every ladder estimator's bound on each grid point's stored scores (median over its trials).
+def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False) -> pd.DataFrame:
+    """Every ladder estimator's bound on each grid point's stored scores (median over its trials); ``plugins`` and
+    ``trust_plugins`` as in :func:`summarise_results`.
 
     Returns
     -------
@@ -101,16 +176,17 @@ def ladder_results(root: str) -> pd.DataFrame:
     """
     from analysis.ladder import ladder
 
-    store, manifest, config, rows = _load(root)
+    stored = _load(root, plugins, trust_plugins)
+    rows, settings = stored.rows, stored.analysis
     records = []
     for g in sorted(rows["grid_point"].unique()):
-        point = manifest["grid"][int(g)]
-        label = ", ".join(f"{k}={v}" for k, v in point["params"].items()) or config.name
+        point = stored.manifest["grid"][int(g)]
+        label = ", ".join(f"{k}={v}" for k, v in point["params"].items()) or stored.name
         values: dict[str, list[float]] = {}
         for trial in rows.loc[rows["grid_point"] == g, "trial"]:
-            outcome = store.load_outcome(int(trial))
+            outcome = stored.store.load_outcome(int(trial))
             s, member = outcome.scores, outcome.membership
-            bounds = ladder(s[member], s[~member], confidence=config.analysis.confidence, delta=config.analysis.delta)
+            bounds = ladder(s[member], s[~member], confidence=settings.confidence, delta=settings.delta)
             for name, value in bounds.items():
                 values.setdefault(name, []).append(value)
         for name, vals in values.items():

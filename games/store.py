@@ -157,7 +157,7 @@ class ResultsStore:
 
     def load_outcome(self, trial: int) -> TrialOutcome:
         """The raw arrays of one trial."""
-        with np.load(self._raw_path(trial)) as data:
+        with np.load(self._raw_path(trial), allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
         return TrialOutcome(scores=arrays.pop("scores"), membership=arrays.pop("membership"), arrays=arrays)
 

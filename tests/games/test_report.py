@@ -1,0 +1,209 @@
+"""Reading a results directory runs none of its code: plugins named by a manifest are imported only when asked."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from games.cli import main
+from games.config import ConfigError, load_config, stored_games
+from games.registry import GAMES, MECHANISMS
+from games.report import summarise_results
+from games.store import StoreError
+
+EXPERIMENTS = Path(__file__).parents[2] / "experiments"
+
+# A plugin that leaves a marker when imported; `{register}` adds the components it registers.
+PLUGIN = """
+from pathlib import Path
+from typing import ClassVar
+from dataclasses import dataclass
+
+Path({marker!r}).write_text("imported")
+{register}
+"""
+
+MECHANISM = """
+from games.registry import MECHANISMS
+from mechanisms import RandomizedResponse
+
+
+@dataclass(frozen=True, slots=True)
+class PluginRR(RandomizedResponse):
+    name: ClassVar[str] = "test-plugin-rr"
+
+
+MECHANISMS.register(PluginRR)
+"""
+
+GAME = """
+from games.one_run import OneRunGame
+from games.registry import GAMES
+
+
+@dataclass(frozen=True, slots=True)
+class PluginGame(OneRunGame):
+    name: ClassVar[str] = "test-plugin-one-run"
+
+
+GAMES.register(PluginGame)
+"""
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    """Write a plugin module to ``tmp_path`` (on sys.path); returns (name, marker).  Everything it registered and
+    the module itself are removed again at the end."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    made: list[str] = []
+
+    def write(name: str, register: str = "") -> tuple[str, Path]:
+        marker = tmp_path / f"{name}.imported"
+        (tmp_path / f"{name}.py").write_text(PLUGIN.format(marker=str(marker), register=register))
+        made.append(name)
+        return name, marker
+
+    yield write
+    for registry, component in ((MECHANISMS, "test-plugin-rr"), (GAMES, "test-plugin-one-run")):
+        if component in registry:
+            registry.unregister(component)
+    for name in made:
+        sys.modules.pop(name, None)
+
+
+def _forget(name: str, marker: Path) -> None:
+    """Undo the import a run did (as if the directory came from another machine)."""
+    for registry, component in ((MECHANISMS, "test-plugin-rr"), (GAMES, "test-plugin-one-run")):
+        if component in registry:
+            registry.unregister(component)
+    sys.modules.pop(name, None)
+    marker.unlink()
+
+
+def _run(config: Path, out: Path) -> Path:
+    assert main(["run", str(config), "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_report_imports_no_plugin_unless_trusted(plugin, write_config, tmp_path, capsys):
+    name, marker = plugin("pg_test_marker_plugin", MECHANISM)
+    config = write_config({"experiment": {"plugins": [name]}, "mechanism": {"name": "test-plugin-rr"}})
+    out = _run(config, tmp_path / "out")
+    assert marker.exists()  # the run imported the plugin its own config names
+    _forget(name, marker)
+    capsys.readouterr()
+
+    # the mechanism comes from the plugin, yet the report needs only the (built-in) game
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    untrusted = capsys.readouterr().out
+    assert not marker.exists() and name not in sys.modules and "test-plugin-rr" not in MECHANISMS
+    assert list(pd.read_csv(io.StringIO(untrusted))["mechanism.epsilon"]) == [1.0, 2.0]
+    assert main(["report", str(out), "--format", "csv", "--ladder", str(tmp_path / "l.png")]) == 0
+    assert main(["report", str(out), "--plot", str(tmp_path / "f.png")]) == 0
+    assert not marker.exists() and name not in sys.modules
+    capsys.readouterr()
+
+    assert main(["report", str(out), "--format", "csv", "--trust-plugins"]) == 0
+    assert marker.exists() and name in sys.modules
+    assert capsys.readouterr().out == untrusted
+
+
+def test_report_of_a_directory_naming_an_unknown_plugin(write_config, tmp_path, capsys):
+    out = _run(write_config(), tmp_path / "out")
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["config"]["experiment"]["plugins"] = ["pg_no_such_plugin_xyz"]
+    manifest_path.write_text(json.dumps(manifest))
+    before = set(sys.modules)
+    assert main(["report", str(out)]) == 0
+    assert not {m for m in set(sys.modules) - before if m.startswith("pg_")}
+    capsys.readouterr()
+    assert main(["report", str(out), "--trust-plugins"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privgame: error: ") and err.count("\n") == 1
+    assert "cannot import 'pg_no_such_plugin_xyz'" in err and "--trust-plugins" in err
+
+
+def test_report_names_the_plugins_a_plugin_game_needs(plugin, write_config, tmp_path, capsys):
+    name, marker = plugin("pg_test_game_plugin", GAME)
+    config = write_config({"experiment": {"plugins": [name]}, "game": {"name": "test-plugin-one-run"}})
+    out = _run(config, tmp_path / "out")
+    _forget(name, marker)
+    capsys.readouterr()
+
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("privgame: error: ")
+    for part in ("'test-plugin-one-run'", f"'{name}'", "--trust-plugins", "--plugins MODULE"):
+        assert part in err
+    assert not marker.exists() and name not in sys.modules
+
+    assert main(["report", str(out), "--format", "csv", "--plugins", name]) == 0
+    assert marker.exists()
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(table["n_trials"]) == [3, 3]
+
+
+def test_report_plugins_that_cannot_be_imported(write_config, tmp_path, capsys):
+    out = _run(write_config(), tmp_path / "out")
+    capsys.readouterr()
+    assert main(["report", str(out), "--plugins", "pg_missing_module_xyz"]) == 2
+    assert "--plugins: cannot import 'pg_missing_module_xyz'" in capsys.readouterr().err
+
+
+def test_report_of_an_unregistered_game_without_plugins(write_config, tmp_path):
+    out = _run(write_config(), tmp_path / "out")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["config"]["game"]["name"] = "no-such-game"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StoreError, match=r"manifest\.json: \[game\] game name must be one of .*, got 'no-such-game'"):
+        summarise_results(str(out))
+
+
+def test_report_of_a_manifest_whose_grid_does_not_match(write_config, tmp_path):
+    out = _run(write_config(), tmp_path / "out")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["grid"] = manifest["grid"][:1]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StoreError, match=r"grid must list the 2 grid points of its config, got 1"):
+        summarise_results(str(out))
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"game": {"k_pos": [100, 500], "k_neg": [200, 300]}, "mechanism": {"epsilon": [1, 2, 4]}},
+        {
+            "game": {"name": "multi-run", "runs": [4, 6], "thresholds": 3},
+            "mechanism": {"name": "gaussian", "sigma": [1, 2]},
+        },
+    ],
+    ids=["mechanism-sweep", "game-and-mechanism-sweeps", "multi-run"],
+)
+def test_stored_games_equal_the_parsed_config(write_config, overrides):
+    drop = ("game.m", "game.k_pos", "game.k_neg", "mechanism.epsilon") if "runs" in overrides.get("game", {}) else ()
+    config = load_config(write_config(overrides, drop=drop))
+    analysis, games = stored_games(json.loads(json.dumps(config.raw)), list(config.swept))
+    assert games == tuple(point.game for point in config.grid) and analysis == config.analysis
+
+
+@pytest.mark.parametrize("name", ["quickstart.toml", "krco_adult_quick.toml"])
+def test_stored_games_of_the_experiments(name):
+    config = load_config(EXPERIMENTS / name)
+    assert stored_games(config.raw, config.swept) == (config.analysis, tuple(p.game for p in config.grid))
+
+
+def test_stored_games_errors(write_config):
+    raw = dict(load_config(write_config()).raw)
+    with pytest.raises(ConfigError, match=r"swept parameter 'mechanism.sigma' has no list of values"):
+        stored_games(raw, ["mechanism.sigma"])
+    with pytest.raises(ConfigError, match=r"must hold a \[game\] table"):
+        stored_games({"experiment": {}}, [])
+    with pytest.raises(ConfigError, match=r"\[game\] one-run: "):
+        stored_games({**raw, "game": {**raw["game"], "k_pos": -1}}, ["mechanism.epsilon"])
