@@ -1,0 +1,618 @@
+"""The contract every game, mechanism and attack keeps, as checks that a plugin's own tests can run.
+
+One suite for all components, as scikit-learn's ``check_estimator`` and dp_accounting's shared contract tests: the
+built-in components pass it (``tests/games/test_registry_contract.py``), and so must a plugin's::
+
+    from games.testing import check_component, parametrize_with_checks
+
+    def test_my_mechanism_keeps_the_contract():
+        check_component(MyMechanism(epsilon=1.0))        # AssertionError naming every failed check
+
+    @parametrize_with_checks([MyMechanism(epsilon=1.0), MyAttack()])
+    def test_contract(component, check):                 # one pytest test per (component, check)
+        check(component)
+
+Pass an instance with small, fast parameters (a class is built with its defaults).  The checks feed components
+built-in samples: 200 canary bits for ``input_kind = "canary-bits"``, a 200-row table for ``"table"``, releases of
+randomized response (``"per-canary-values"``), of black-box DP-SGD (``"model-with-canaries"``, needs torch) and of
+Synthpop (``"table"``, with the adversary's :class:`attacks.knowledge.Knowledge` for shadow-modelling attacks), and
+a (mechanism, attack) pair per game input kind.  A component of a new kind brings its own samples through the
+``inputs``, ``releases`` and ``partners`` keywords; without them the check fails and says which to pass.
+
+What is checked
+---------------
+Every component: a frozen dataclass of its kind (:class:`games.Game`, :class:`mechanisms.Mechanism`,
+:class:`attacks.Attack`) with a string ``name`` and a docstring of its own; type hints that resolve (the config
+reads them); immutable, picklable and hashable (joblib sends components to workers); rebuilt from its fields it
+is equal to itself (a stored config replays it).
+
+Mechanisms: declared input and release kinds; the same ``rng`` seed gives the same release and another seed
+another; ``release_runs`` equals separate releases; ``privacy_claim()`` is a :class:`analysis.accounting.PrivacyClaim`
+with a ``dp_accounting`` event and neighbouring relation whose ``epsilon(δ)`` is a non-negative number, finite,
+and non-increasing in δ — or ``None``, which the method's return annotation must declare (``-> None`` or
+``-> PrivacyClaim | None``), so that a forgotten ``return`` is not read as "claims nothing".
+
+Attacks: declared ``accepts`` (a frozenset of release kinds) and ``needs``; for EVERY accepted kind, the fitted
+attack scores one finite float64 per target, has a finite threshold, and is reproducible from its ``rng``.
+
+Games: declared input kinds and knowledge; the game accepts its partners; ``play`` is reproducible from its seed
+and depends on it; ``analyse_trial`` gives the same row of scalars twice; ``summarise`` turns the trial into
+summary scalars.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import pickle
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.accounting import NeighbouringRelation, PrivacyClaim
+from attacks._base import KNOWLEDGE_KINDS, Attack, FittedAttack
+from games._base import AnalysisSettings, Game, TrialOutcome
+from mechanisms._base import Mechanism
+
+__all__ = ["Check", "check_component", "checks_for", "parametrize_with_checks"]
+
+N_CANARIES = 200
+CLAIM_DELTAS = (1e-8, 1e-5, 1e-2)
+_KINDS: tuple[tuple[str, type], ...] = (("game", Game), ("mechanism", Mechanism), ("attack", Attack))
+_SEED, _OTHER_SEED = 2026, 2027
+
+
+# -- samples ----------------------------------------------------------------------------------------------------
+def _bits() -> np.ndarray:
+    return np.random.default_rng(0).random(N_CANARIES) < 0.5
+
+
+def _table() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, N_CANARIES),
+            "sex": pd.Categorical(rng.choice(["Female", "Male"], N_CANARIES), categories=["Female", "Male"]),
+            "grade": pd.Categorical(rng.choice(list("abcd"), N_CANARIES), categories=list("abcde")),
+        }
+    )
+
+
+def _table_release() -> tuple[Any, np.ndarray]:
+    from mechanisms.synth import Synthpop
+
+    release = Synthpop().release(_table().iloc[150:170].reset_index(drop=True), rng=np.random.default_rng(1))
+    return release, np.zeros(1, dtype=np.intp)  # a record game scores its one target, row 0 of the knowledge's
+
+
+def _rr_release() -> tuple[Any, np.ndarray]:
+    from mechanisms import RandomizedResponse
+
+    return RandomizedResponse(epsilon=1.0).release(_bits(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
+
+
+def _model_release() -> tuple[Any, np.ndarray]:
+    from mechanisms.dpsgd.blackbox import DPSGDBlackBox  # needs the torch extra
+
+    model = DPSGDBlackBox(noise_multiplier=3.0, steps=5, train_rows=100)
+    return model.release(_bits(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
+
+
+def _knowledge() -> Any:
+    from attacks.knowledge import BlackBox, Knowledge
+    from mechanisms.synth import Synthpop
+
+    table = _table()
+    return Knowledge(table.iloc[:150], table.iloc[[199]], 20, BlackBox(Synthpop()))
+
+
+def _canary_partners() -> tuple[Mechanism, Attack]:
+    from attacks import Identity
+    from mechanisms import RandomizedResponse
+
+    return RandomizedResponse(epsilon=1.0), Identity()
+
+
+def _table_partners() -> tuple[Mechanism, Attack]:
+    from attacks import ClosestDistance
+    from mechanisms.synth import BayNet
+
+    return BayNet(k=1), ClosestDistance(n_shadows=4)
+
+
+_INPUTS: dict[str, Callable[[], Any]] = {"canary-bits": _bits, "table": _table}
+_RELEASES: dict[str, Callable[[], tuple[Any, np.ndarray]]] = {
+    "per-canary-values": _rr_release,
+    "model-with-canaries": _model_release,
+    "table": _table_release,
+}
+_PARTNERS: dict[str, Callable[[], tuple[Mechanism, Attack]]] = {
+    "canary-bits": _canary_partners,
+    "table": _table_partners,
+}
+
+
+@dataclass(frozen=True)
+class _Samples:
+    """What the checks feed a component, by kind: each a zero-argument function (built only when needed)."""
+
+    inputs: Mapping[str, Callable[[], Any]]
+    releases: Mapping[str, Callable[[], tuple[Any, np.ndarray]]]
+    partners: Mapping[str, Callable[[], tuple[Mechanism, Attack]]]
+    knowledge: Callable[[], Any]
+
+
+def _samples(
+    inputs: Mapping[str, Any] | None,
+    releases: Mapping[str, tuple[Any, Any]] | None,
+    partners: Mapping[str, tuple[Mechanism, Attack]] | None,
+    knowledge: Any,
+) -> _Samples:
+    def const(value: Any) -> Callable[[], Any]:
+        return lambda: value
+
+    return _Samples(
+        inputs={**_INPUTS, **{k: const(v) for k, v in (inputs or {}).items()}},
+        releases={
+            **_RELEASES,
+            **{k: const((r, np.asarray(t, dtype=np.intp))) for k, (r, t) in (releases or {}).items()},
+        },
+        partners={**_PARTNERS, **{k: const(v) for k, v in (partners or {}).items()}},
+        knowledge=_knowledge if knowledge is None else const(knowledge),
+    )
+
+
+def _sample(table: Mapping[str, Callable[[], Any]], kind: str, what: str, keyword: str) -> Any:
+    if kind not in table:
+        raise AssertionError(
+            f"no sample {what} of kind {kind!r} (built-in: {', '.join(sorted(table))}); "
+            f"pass {keyword}={{{kind!r}: ...}}"
+        )
+    try:
+        return table[kind]()
+    except ImportError as exc:
+        raise AssertionError(
+            f"the sample {what} of kind {kind!r} needs {exc.name or 'an optional dependency'}, which is not "
+            f"installed; install it or pass {keyword}={{{kind!r}: ...}}"
+        ) from exc
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+def _kind(component: Any) -> str:
+    for kind, base in _KINDS:
+        if isinstance(component, base):
+            return kind
+    raise AssertionError(f"{component!r} is not a game, mechanism or attack (subclass games.Game, Mechanism or Attack)")
+
+
+def _label(component: Any) -> str:
+    return f"{_kind(component)} {getattr(type(component), 'name', type(component).__name__)!r}"
+
+
+def _comparable(release: Any, n: int) -> np.ndarray:
+    """A numeric view of a release: a table's values (category codes), a model's losses on the n canaries."""
+    if isinstance(release, pd.DataFrame):
+        return np.column_stack(
+            [release[c].cat.codes if isinstance(release[c].dtype, pd.CategoricalDtype) else release[c] for c in release]
+        ).astype(np.float64)
+    if hasattr(release, "losses"):
+        return np.asarray(release.losses(np.arange(n)), dtype=np.float64)
+    return np.asarray(release, dtype=np.float64)
+
+
+def _same_outcome(a: TrialOutcome, b: TrialOutcome) -> bool:
+    if set(a.arrays) != set(b.arrays):
+        return False
+    pairs = [(a.scores, b.scores), (a.membership, b.membership), *((a.arrays[k], b.arrays[k]) for k in a.arrays)]
+    return all(np.array_equal(x, y, equal_nan=x.dtype.kind == "f") for x, y in pairs)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, bool | int | float | str | np.bool_ | np.integer | np.floating)
+
+
+def _same_row(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    def same(x: Any, y: Any) -> bool:
+        both_nan = isinstance(x, float | np.floating) and isinstance(y, float | np.floating) and x != x and y != y
+        return bool(both_nan or x == y)
+
+    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+
+
+def _check_row(row: Any, what: str) -> None:
+    if not isinstance(row, Mapping) or not row:
+        raise AssertionError(f"{what} must return a non-empty dict of str to scalars, got {row!r}")
+    bad = {k: v for k, v in row.items() if not isinstance(k, str) or not _is_scalar(v)}
+    if bad:
+        raise AssertionError(f"{what} must map str to scalars (bool, int, float, str), got {bad!r}")
+
+
+def _admits_none(hint: Any) -> bool:
+    if hint is None or hint is type(None):
+        return True
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return type(None) in typing.get_args(hint)
+    return False
+
+
+# -- the checks ---------------------------------------------------------------------------------------------------
+def check_dataclass(component: Any, samples: _Samples) -> None:
+    """A frozen dataclass of its kind, with a string ``name`` and a docstring of its own."""
+    cls = type(component)
+    kind = _kind(component)
+    params = getattr(cls, "__dataclass_params__", None)
+    if not dataclasses.is_dataclass(cls) or params is None or not params.frozen:
+        raise AssertionError(f"{cls.__name__} must be a frozen dataclass: @dataclass(frozen=True, slots=True)")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise AssertionError(f"{cls.__name__} needs a non-empty string class attribute 'name' (its config name)")
+    doc = (cls.__doc__ or "").strip()
+    first = doc.splitlines()[0] if doc else ""
+    if not first or first.startswith(f"{cls.__name__}("):  # dataclass writes the signature where there is no doc
+        raise AssertionError(f"{cls.__name__} needs a docstring whose first line says what the {kind} is")
+
+
+def check_type_hints(component: Any, samples: _Samples) -> None:
+    """Every parameter has a type hint that resolves (the config reads them to tell a sweep from a value)."""
+    cls = type(component)
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception as exc:  # NameError, TypeError, ...: whatever a broken annotation raises
+        raise AssertionError(f"the type hints of {cls.__name__} do not resolve: {type(exc).__name__}: {exc}") from exc
+    missing = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in hints]
+    if missing:
+        raise AssertionError(f"parameters of {cls.__name__} without a type hint: {', '.join(missing)}")
+
+
+def check_frozen(component: Any, samples: _Samples) -> None:
+    """No parameter can be changed after construction."""
+    for field in dataclasses.fields(component):
+        try:
+            setattr(component, field.name, getattr(component, field.name))
+        except dataclasses.FrozenInstanceError:
+            continue
+        raise AssertionError(f"{type(component).__name__}.{field.name} can be assigned: the dataclass must be frozen")
+
+
+def check_picklable_hashable(component: Any, samples: _Samples) -> None:
+    """Survives pickling (joblib sends it to workers) as an equal object with the same hash."""
+    try:
+        clone = pickle.loads(pickle.dumps(component))
+    except Exception as exc:  # PicklingError, AttributeError, TypeError: whatever pickling a field raises
+        raise AssertionError(f"{component!r} cannot be pickled: {type(exc).__name__}: {exc}") from exc
+    if clone != component:
+        raise AssertionError(f"{component!r} unpickles as a different object: {clone!r}")
+    try:
+        same = hash(clone) == hash(component)
+    except TypeError as exc:
+        raise AssertionError(f"{component!r} is not hashable (a field holds a mutable value?): {exc}") from exc
+    if not same:
+        raise AssertionError(f"{component!r} and its unpickled copy have different hashes")
+
+
+def check_rebuilt_from_fields(component: Any, samples: _Samples) -> None:
+    """Built again from its own field values (what a stored config does), it is equal to itself."""
+    cls = type(component)
+    values = {f.name: getattr(component, f.name) for f in dataclasses.fields(cls) if f.init}
+    try:
+        rebuilt = cls(**values)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"{cls.__name__}(**its own fields) is refused: {exc}") from exc
+    if rebuilt != component:
+        raise AssertionError(
+            f"{cls.__name__}(**its own fields) gives {rebuilt!r}, not {component!r}: __post_init__ must normalise "
+            "idempotently"
+        )
+
+
+def check_mechanism_kinds(mechanism: Mechanism, samples: _Samples) -> None:
+    """``input_kind`` and ``release_kind`` are non-empty strings (games check them before any work)."""
+    for attr in ("input_kind", "release_kind"):
+        value = getattr(type(mechanism), attr, None)
+        if not isinstance(value, str) or not value:
+            raise AssertionError(f"{type(mechanism).__name__}.{attr} must be a non-empty string, got {value!r}")
+
+
+def check_release_reproducible(mechanism: Mechanism, samples: _Samples) -> None:
+    """The same ``rng`` seed gives the same release; another seed gives another (all randomness from ``rng``)."""
+    data = _sample(samples.inputs, mechanism.input_kind, "input", "inputs")
+    n = len(data)
+    a = _comparable(mechanism.release(data, rng=np.random.default_rng(7)), n)
+    b = _comparable(mechanism.release(data, rng=np.random.default_rng(7)), n)
+    c = _comparable(mechanism.release(data, rng=np.random.default_rng(8)), n)
+    if not np.array_equal(a, b, equal_nan=True):
+        raise AssertionError(
+            f"{_label(mechanism)}: two releases with rng seeded 7 differ: draw every random number from rng"
+        )
+    if np.array_equal(a, c, equal_nan=True):
+        raise AssertionError(
+            f"{_label(mechanism)}: releases with rng seeded 7 and 8 are equal: the release ignores rng"
+        )
+
+
+def check_release_runs(mechanism: Mechanism, samples: _Samples) -> None:
+    """``release_runs`` (the multi-run game's batched path) equals separate releases, up to rounding."""
+    first = _sample(samples.inputs, mechanism.input_kind, "input", "inputs")
+    if isinstance(first, pd.DataFrame):
+        second: Any = first.iloc[::-1].reset_index(drop=True)
+    elif isinstance(first, np.ndarray) and first.dtype == bool:
+        second = ~first
+    else:
+        second = first
+    data = [first, second]
+    batched = mechanism.release_runs(data, rngs=[np.random.default_rng(3), np.random.default_rng(4)])
+    if len(batched) != 2:
+        raise AssertionError(f"{_label(mechanism)}: release_runs on 2 inputs returned {len(batched)} releases")
+    for k, (d, seed, release) in enumerate(zip(data, (3, 4), batched, strict=True)):
+        alone = _comparable(mechanism.release(d, rng=np.random.default_rng(seed)), len(d))
+        got = _comparable(release, len(d))
+        if got.shape != alone.shape or not np.allclose(got, alone, rtol=0, atol=1e-10, equal_nan=True):
+            raise AssertionError(f"{_label(mechanism)}: release_runs' run {k} differs from release() with its rng")
+
+
+def check_privacy_claim(mechanism: Mechanism, samples: _Samples) -> None:
+    """A claim with a ``dp_accounting`` event whose ε(δ) is ≥ 0, finite and non-increasing, or a declared ``None``."""
+    cls = type(mechanism)
+    claim = mechanism.privacy_claim()
+    if claim is None:
+        try:
+            hints = typing.get_type_hints(cls.privacy_claim)
+        except Exception:  # an annotation that does not resolve declares nothing
+            hints = {}
+        hint = hints.get("return", "missing")
+        if not _admits_none(hint):
+            raise AssertionError(
+                f"{cls.__name__}.privacy_claim() returned None but its return annotation ({hint}) does not declare "
+                "that it may claim nothing (a forgotten return?): annotate it '-> None' (no claim) or "
+                "'-> PrivacyClaim | None' and say when in its docstring"
+            )
+        return
+    if not isinstance(claim, PrivacyClaim):
+        raise AssertionError(
+            f"{cls.__name__}.privacy_claim() must return an analysis.accounting.PrivacyClaim or None, got {claim!r}"
+        )
+    import dp_accounting
+
+    if not isinstance(claim.event, dp_accounting.DpEvent):
+        raise AssertionError(f"{cls.__name__}'s claim needs a dp_accounting DpEvent, got {claim.event!r}")
+    if not isinstance(claim.neighbouring, NeighbouringRelation):
+        raise AssertionError(
+            f"{cls.__name__}'s claim needs a dp_accounting NeighboringRelation, got {claim.neighbouring!r}"
+        )
+    if claim != mechanism.privacy_claim():
+        raise AssertionError(f"{cls.__name__}.privacy_claim() gives a different claim on a second call")
+    epsilons = [claim.epsilon(delta) for delta in CLAIM_DELTAS]
+    for delta, eps in zip(CLAIM_DELTAS, epsilons, strict=True):
+        if not isinstance(eps, float | int) or isinstance(eps, bool) or not eps >= 0:
+            raise AssertionError(f"{cls.__name__}'s claim: epsilon({delta:g}) must be a number >= 0, got {eps!r}")
+    if not math.isfinite(epsilons[-1]):
+        raise AssertionError(
+            f"{cls.__name__}'s claim: epsilon({CLAIM_DELTAS[-1]:g}) is {epsilons[-1]}: a claim with no finite ε is "
+            "no claim (return None), or pass an example whose claim is finite"
+        )
+    for (d0, e0), (d1, e1) in itertools.pairwise(zip(CLAIM_DELTAS, epsilons, strict=True)):
+        if e1 > e0 * (1 + 1e-9) + 1e-12:
+            raise AssertionError(
+                f"{cls.__name__}'s claim: ε must not grow with δ, got epsilon({d0:g}) = {e0} < epsilon({d1:g}) = {e1}"
+            )
+
+
+def check_attack_kinds(attack: Attack, samples: _Samples) -> None:
+    """``accepts`` is a non-empty frozenset of release kinds and ``needs`` a known kind of knowledge."""
+    cls = type(attack)
+    accepts = getattr(cls, "accepts", None)
+    if not isinstance(accepts, frozenset) or not accepts or not all(isinstance(k, str) and k for k in accepts):
+        raise AssertionError(
+            f"{cls.__name__}.accepts must be a non-empty frozenset of release kinds (e.g. frozenset({{'table'}})), "
+            f"got {accepts!r}"
+        )
+    if getattr(cls, "needs", None) not in KNOWLEDGE_KINDS:
+        raise AssertionError(f"{cls.__name__}.needs must be one of {', '.join(KNOWLEDGE_KINDS)}, got {cls.needs!r}")
+
+
+def check_attack_scores(attack: Attack, samples: _Samples) -> None:
+    """For every accepted release kind: one finite float64 per target, a finite threshold, reproducible fitting."""
+    knowledge = samples.knowledge() if attack.needs == "auxiliary" else None
+    for kind in sorted(attack.accepts):
+        release, targets = _sample(samples.releases, kind, "release", "releases")
+        where = f"{_label(attack)} on a {kind!r} release"
+        scores = []
+        for _ in range(2):
+            fitted = attack.fit(knowledge, rng=np.random.default_rng(0))
+            if not isinstance(fitted, FittedAttack):
+                raise AssertionError(f"{where}: fit must return a fitted attack (score, threshold), got {fitted!r}")
+            s = fitted.score(release, targets)
+            if not isinstance(s, np.ndarray) or s.dtype != np.float64 or s.shape != targets.shape:
+                shape = getattr(s, "shape", None)
+                raise AssertionError(
+                    f"{where}: score must return float64 of shape {targets.shape}, got {type(s).__name__} "
+                    f"{getattr(s, 'dtype', '')} of shape {shape}"
+                )
+            if not np.all(np.isfinite(s)):
+                raise AssertionError(f"{where}: scores must be finite, got {s[~np.isfinite(s)][:3]!r}")
+            threshold = fitted.threshold
+            if isinstance(threshold, bool) or not isinstance(threshold, float | int | np.floating | np.integer):
+                raise AssertionError(f"{where}: threshold must be a number, got {threshold!r}")
+            if not math.isfinite(float(threshold)):
+                raise AssertionError(f"{where}: threshold must be finite, got {threshold!r}")
+            scores.append(s)
+        if not np.array_equal(scores[0], scores[1]):
+            raise AssertionError(f"{where}: fitted twice with rng seeded 0, it scores differently")
+
+
+def check_game_kinds(game: Game, samples: _Samples) -> None:
+    """``input_kinds`` is a non-empty frozenset of mechanism input kinds, ``knowledge`` a set of known kinds."""
+    cls = type(game)
+    kinds = getattr(cls, "input_kinds", None)
+    if not isinstance(kinds, frozenset) or not kinds or not all(isinstance(k, str) and k for k in kinds):
+        raise AssertionError(f"{cls.__name__}.input_kinds must be a non-empty frozenset of input kinds, got {kinds!r}")
+    knowledge = getattr(cls, "knowledge", None)
+    if not isinstance(knowledge, frozenset) or not knowledge or not knowledge <= set(KNOWLEDGE_KINDS):
+        raise AssertionError(
+            f"{cls.__name__}.knowledge must be a non-empty frozenset of {', '.join(KNOWLEDGE_KINDS)}, got {knowledge!r}"
+        )
+    per_point = game.trials_per_point()
+    if per_point is not None and (isinstance(per_point, bool) or not isinstance(per_point, int) or per_point < 1):
+        raise AssertionError(f"{cls.__name__}.trials_per_point() must be None or an int >= 1, got {per_point!r}")
+
+
+def check_game_play(game: Game, samples: _Samples) -> None:
+    """Plays its partners reproducibly from the seed (and differently for another), with a row of scalars."""
+    kinds = sorted(game.input_kinds)
+    known = [k for k in kinds if k in samples.partners]
+    mechanism, attack = _sample(samples.partners, known[0] if known else kinds[0], "(mechanism, attack)", "partners")
+    reason = game.incompatibility(mechanism, attack)
+    if reason is not None:
+        raise AssertionError(f"{_label(game)} refuses its partners {mechanism!r}, {attack!r}: {reason}")
+    seed = np.random.SeedSequence(_SEED, spawn_key=(0, 0))
+    outcome = game.play(mechanism, attack, seed=seed)
+    if not isinstance(outcome, TrialOutcome):
+        raise AssertionError(f"{_label(game)}.play must return a TrialOutcome, got {type(outcome).__name__}")
+    if not _same_outcome(outcome, game.play(mechanism, attack, seed=np.random.SeedSequence(_SEED, spawn_key=(0, 0)))):
+        raise AssertionError(f"{_label(game)}: two plays with the same seed differ: draw every random number from it")
+    other = game.play(mechanism, attack, seed=np.random.SeedSequence(_OTHER_SEED, spawn_key=(0, 0)))
+    if _same_outcome(outcome, other):
+        raise AssertionError(
+            f"{_label(game)}: plays with seeds {_SEED} and {_OTHER_SEED} are equal: play ignores its seed"
+        )
+    settings = AnalysisSettings()
+    row = game.analyse_trial(outcome, settings, seed=seed)
+    _check_row(row, f"{_label(game)}.analyse_trial")
+    if not _same_row(row, game.analyse_trial(outcome, settings, seed=seed)):
+        raise AssertionError(f"{_label(game)}.analyse_trial gives a different row for the same outcome and seed")
+    claim = mechanism.privacy_claim()
+    rows = pd.DataFrame(
+        [
+            {
+                "trial": 0,
+                "grid_point": 0,
+                "repetition": 0,
+                "epsilon_analytic": math.nan if claim is None else claim.epsilon(settings.delta),
+                **row,
+            }
+        ]
+    )
+    _check_row(game.summarise(rows, settings, lambda trial: outcome), f"{_label(game)}.summarise")
+
+
+# -- the public API -----------------------------------------------------------------------------------------------
+_COMMON = (check_dataclass, check_type_hints, check_frozen, check_picklable_hashable, check_rebuilt_from_fields)
+_BY_KIND: dict[str, tuple[Callable[[Any, _Samples], None], ...]] = {
+    "mechanism": (check_mechanism_kinds, check_release_reproducible, check_release_runs, check_privacy_claim),
+    "attack": (check_attack_kinds, check_attack_scores),
+    "game": (check_game_kinds, check_game_play),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of the contract, with its samples bound: ``check(component)`` raises AssertionError on a fault."""
+
+    name: str
+    func: Callable[[Any, _Samples], None] = dataclasses.field(repr=False)
+    samples: _Samples = dataclasses.field(repr=False)
+
+    def __call__(self, component: Any) -> None:
+        self.func(component, self.samples)
+
+
+def _instance(component: Any) -> Any:
+    if not isinstance(component, type):
+        return component
+    try:
+        return component()
+    except TypeError as exc:
+        raise AssertionError(f"pass an instance of {component.__name__} (it has required parameters: {exc})") from exc
+
+
+def checks_for(
+    component: Any,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    releases: Mapping[str, tuple[Any, Any]] | None = None,
+    partners: Mapping[str, tuple[Mechanism, Attack]] | None = None,
+    knowledge: Any = None,
+) -> list[Check]:
+    """The checks that apply to ``component`` (see the module docstring), in order.
+
+    Parameters
+    ----------
+    component : Game, Mechanism or Attack instance (or a class whose parameters all have defaults)
+    inputs : mapping of str to object, optional
+        A mechanism input per ``input_kind``, beside (or instead of) the built-in canary bits and table.
+    releases : mapping of str to (release, targets), optional
+        A release per ``release_kind`` and the target indices an attack scores on it.
+    partners : mapping of str to (Mechanism, Attack), optional
+        The mechanism and attack a game of that input kind plays in its check.
+    knowledge : attacks.knowledge.Knowledge, optional
+        What a shadow-modelling attack (``needs = "auxiliary"``) is fitted on.
+
+    Returns
+    -------
+    list of Check
+    """
+    component = _instance(component)
+    samples = _samples(inputs, releases, partners, knowledge)
+    funcs = (*_COMMON, *_BY_KIND[_kind(component)])
+    return [Check(f.__name__, f, samples) for f in funcs]
+
+
+def check_component(component: Any, **samples: Any) -> None:
+    """Run every applicable check on ``component``; raise one AssertionError listing every check it fails.
+
+    Parameters
+    ----------
+    component : Game, Mechanism or Attack instance (or a class whose parameters all have defaults)
+    **samples
+        ``inputs``, ``releases``, ``partners``, ``knowledge``: as :func:`checks_for`.
+
+    Raises
+    ------
+    AssertionError
+        Naming the component and, for each failed check, the check and what is wrong.  An exception other than
+        AssertionError raised inside a check (the component crashed on a sample) counts as that check's failure.
+
+    Examples
+    --------
+    >>> from mechanisms import RandomizedResponse
+    >>> check_component(RandomizedResponse(epsilon=1.0))  # passes: returns None
+    """
+    instance = _instance(component)
+    failures = []
+    for check in checks_for(instance, **samples):
+        try:
+            check(instance)
+        except AssertionError as exc:
+            failures.append(f"{check.name}: {exc}")
+        except Exception as exc:  # the component crashed on a sample: report it as this check's failure
+            failures.append(f"{check.name}: raised {type(exc).__name__}: {exc}")
+    if failures:
+        raise AssertionError(f"{_label(instance)} breaks the component contract:\n  " + "\n  ".join(failures))
+
+
+def parametrize_with_checks(components: Iterable[Any], **samples: Any) -> Any:
+    """A ``pytest.mark.parametrize`` over every (component, check) pair, as scikit-learn's of the same name.
+
+    The decorated test takes ``component`` and ``check`` and calls ``check(component)``; each pair is its own test,
+    with an id such as ``mechanism:gaussian-check_privacy_claim``.
+
+    Parameters
+    ----------
+    components : iterable of Game, Mechanism or Attack instances
+    **samples
+        As :func:`checks_for`.
+    """
+    import pytest  # only the tests need it
+
+    params = []
+    for component in components:
+        instance = _instance(component)
+        label = f"{_kind(instance)}:{type(instance).name}"
+        params += [pytest.param(instance, c, id=f"{label}-{c.name}") for c in checks_for(instance, **samples)]
+    return pytest.mark.parametrize(("component", "check"), params)
