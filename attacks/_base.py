@@ -60,6 +60,14 @@ class Attack(ABC):
         """Learn from the adversary's knowledge; the default has nothing to learn and returns ``self``."""
         return self
 
+    def memory_bytes(self, n_releases: int, n_columns: int) -> int:
+        """Estimated peak memory in bytes of fitting on ``n_releases`` shadow releases of ``n_columns`` columns.
+
+        Checked with the config, before anything runs (see :meth:`mechanisms._base.Mechanism.memory_bytes`);
+        attacks with nothing to learn need none beyond the game's own arrays.
+        """
+        return 0
+
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
         """Score without fitting: only attacks with nothing to learn (``needs == "nothing"``) implement this."""
         raise TypeError(f"attack {self.name!r} must be fitted first: call fit(knowledge, rng=...) and score with that.")

@@ -148,6 +148,14 @@ class CountingQueries(Attack):
             raise ValueError(f"orders must ask for at least one query, got {self.orders!r}.")
         check_forest_params(self)
 
+    def memory_bytes(self, n_releases: int, n_columns: int) -> int:
+        """The feature matrix (float64, plus the forest's float32 copy) of ``n_releases`` tables."""
+        if self.subsets == "all":
+            n_queries = (1 << min(n_columns, 62)) - 1
+        else:
+            n_queries = sum(min(v, math.comb(n_columns, k)) for k, v in enumerate(self.orders, start=1))
+        return 12 * n_releases * n_queries
+
     def table_incompatibility(self, table: pd.DataFrame) -> str | None:
         """Why this attack cannot run on tables with ``table``'s columns (checked before any work), or ``None``."""
         d = table.shape[1]

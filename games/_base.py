@@ -158,6 +158,14 @@ class Game(ABC):
         """Mechanism runs per trial that report progress (0: none reported, the trial is the unit)."""
         return 0
 
+    def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
+        """Estimated peak memory in bytes of one trial with ``mechanism`` and ``attack`` (an estimate, not a bound).
+
+        The config refuses a grid point whose trial cannot fit in this machine's memory before any directory is
+        created (:func:`games.resources.memory_problem`); games override this with what their sizes imply.
+        """
+        return 0
+
     def supports(self, mechanism: Mechanism, attack: Attack) -> bool:
         """Whether this game can play ``mechanism`` with ``attack``."""
         return self.incompatibility(mechanism, attack) is None

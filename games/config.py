@@ -33,15 +33,18 @@ from analysis._checks import check_int
 from attacks._base import Attack
 from games._base import AnalysisSettings, Game
 from games.registry import ATTACKS, GAMES, MECHANISMS, Registry, UnknownNameError
+from games.resources import memory_problem
 from mechanisms._base import Mechanism
 
 __all__ = [
     "ConfigError",
     "ExperimentConfig",
     "GridPoint",
+    "decode_config",
     "import_plugins",
     "load_config",
     "parse_config",
+    "read_config_bytes",
     "stored_games",
 ]
 
@@ -100,36 +103,121 @@ class ExperimentConfig:
         return len(self.grid) * self.repetitions
 
     @property
+    def normalised(self) -> dict[str, Any]:
+        """What determines the results, as plain JSON values: the seed, the repetitions, the plugins, the analysis
+        settings and every grid point's components as built (name and every parameter after validation, defaults
+        included), in grid order.  Not in it: the name and description, comments, whitespace, key order and how
+        a number is spelt (``1`` and ``1.0`` for a float parameter) — nothing that can change a result."""
+        return {
+            "seed": self.seed,
+            "repetitions": self.repetitions,
+            "plugins": list(self.plugins),
+            "analysis": _plain(self.analysis),
+            "grid": [
+                {
+                    s: {"name": c.name, **_plain(c)}
+                    for s, c in (("game", p.game), ("mechanism", p.mechanism), ("attack", p.attack))
+                }
+                for p in self.grid
+            ],
+        }
+
+    @property
     def hash(self) -> str:
-        """SHA-256 of the canonical JSON of :attr:`raw` (key order does not matter)."""
-        return config_hash(self.raw)
+        """SHA-256 of the canonical JSON of :attr:`normalised`: equal for configs that give the same results."""
+        return config_hash(self.normalised)
 
 
-def config_hash(raw: Mapping[str, Any]) -> str:
-    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+def config_hash(data: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of ``data`` (sorted keys, no spaces)."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate a TOML experiment config.
+def _plain(value: Any) -> Any:
+    """``value`` as JSON values: a dataclass as its init fields, mappings with string keys, sequences as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [_plain(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, set | frozenset) else items
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return _plain(value.tolist())
+    return value if value is None or isinstance(value, bool | int | float | str) else repr(value)
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a config is a few kB; refusing more keeps /dev/zero or a mistaken data file out
+
+
+def read_config_bytes(path: str | Path) -> bytes:
+    """The bytes of the config file ``path``: a regular file of at most :data:`MAX_CONFIG_BYTES`.
 
     Raises
     ------
     ConfigError
-        If the file cannot be read or parsed, or anything in it is invalid.
+        If the path is empty, missing, a directory or another non-regular file (a device, a FIFO), unreadable,
+        or larger than 1 MiB (read at most that much: a symlink to ``/dev/zero`` is refused, not read forever).
     """
+    if str(path) == "":
+        raise ConfigError("the config path is empty; give a TOML file.")
     p = Path(path)
     try:
+        if p.is_dir():
+            raise ConfigError(f"config path {str(p)!r} is a directory; give a TOML file.")
+        if not p.exists():
+            raise ConfigError(f"config file {str(p)!r} does not exist.")
+        if not p.is_file():
+            raise ConfigError(f"config path {str(p)!r} is not a regular file (a device or a pipe); give a TOML file.")
         with p.open("rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"config file {str(p)!r} does not exist.") from None
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except PermissionError:
+        raise ConfigError(f"config file {str(p)!r} cannot be read (permission denied).") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror or exc}.") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {str(p)!r} is larger than 1 MiB; a config is a short TOML file.")
+    return data
+
+
+def decode_config(data: bytes, path: str | Path) -> dict[str, Any]:
+    """Parse config bytes as UTF-8 TOML; errors name the file and the line.
+
+    Raises
+    ------
+    ConfigError
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            f"{path}: line {line}, column {column}: not UTF-8 (byte 0x{data[exc.start]:02x}); save the config as UTF-8."
+        ) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: invalid TOML: {exc}.") from None
-    experiment = data.get("experiment")
+        raise ConfigError(f"{path}: invalid TOML: {exc}.") from None
+
+
+def load_config(path: str | Path, data: bytes | None = None) -> ExperimentConfig:
+    """Read and validate a TOML experiment config (``data``: its bytes, already read with
+    :func:`read_config_bytes`, so that what is stored is exactly what was validated).
+
+    Raises
+    ------
+    ConfigError
+        If the file cannot be read or parsed (:func:`read_config_bytes`, :func:`decode_config`), or anything in
+        it is invalid.
+    """
+    p = Path(path)
+    table = decode_config(read_config_bytes(path) if data is None else data, p)
+    experiment = table.get("experiment")
     if isinstance(experiment, dict) and "name" not in experiment:
         experiment["name"] = p.stem
-    return parse_config(data)
+    return parse_config(table)
 
 
 def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
@@ -182,10 +270,14 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
             raise ConfigError(f"incompatible components: {reason}.")
         grid.append(GridPoint(index, swept_values, built["game"], built["mechanism"], built["attack"]))
 
+    n_repetitions = _repetitions(repetitions, grid)
+    problem = memory_problem(grid, len(grid) * n_repetitions)
+    if problem is not None:
+        raise ConfigError(f"{problem}.")
     return ExperimentConfig(
         name=name,
         seed=seed,
-        repetitions=_repetitions(repetitions, grid),
+        repetitions=n_repetitions,
         plugins=plugins,
         analysis=analysis,
         swept=tuple(f"{s}.{k}" for s, k, _ in sweeps),
@@ -215,8 +307,10 @@ def import_plugins(modules: Sequence[str], *, source: str) -> None:
     for module in modules:
         try:
             importlib.import_module(module)
+        except SystemExit as exc:  # a module that exits would otherwise end the command silently, status 0
+            raise ConfigError(f"{source}: importing {module!r} called sys.exit({exc.code!r}).") from None
         except Exception as exc:  # any failure of a user's module is reported, not raised through
-            raise ConfigError(f"{source}: cannot import {module!r}: {exc}.") from None
+            raise ConfigError(f"{source}: cannot import {module!r}: {type(exc).__name__}: {exc}.") from None
 
 
 def stored_games(data: Mapping[str, Any], swept: Sequence[str]) -> tuple[AnalysisSettings, tuple[Game, ...]]:

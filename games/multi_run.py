@@ -64,6 +64,10 @@ class MultiRunGame(Game):
         object.__setattr__(self, "runs", check_int("runs", self.runs, low=2))
         object.__setattr__(self, "thresholds", check_int("thresholds", self.thresholds, low=1))
 
+    def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
+        """K releases on one-record inputs, handed over at once, and their scores."""
+        return self.runs * (64 + mechanism.memory_bytes(1))
+
     def play(
         self,
         mechanism: Mechanism,

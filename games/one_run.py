@@ -66,6 +66,11 @@ class OneRunGame(Game):
         object.__setattr__(self, "k_pos", kp)
         object.__setattr__(self, "k_neg", kn)
 
+    def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
+        """m membership bits, scores, guesses and the sort of the audit (about 64 bytes per canary), plus one
+        release on m canaries."""
+        return 64 * self.m + mechanism.memory_bytes(self.m)
+
     def play(
         self,
         mechanism: Mechanism,

@@ -302,6 +302,11 @@ class _RecordGameBase(Game):
     def mechanism_runs(self, attack: Attack) -> int:
         return int(getattr(attack, "n_shadows", 0)) + self.rounds * len(self.played())
 
+    def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
+        """The attack's features of every shadow and round table, plus one generator run on the released rows."""
+        d = len(_population(self.data, self.columns).columns)
+        return attack.memory_bytes(self.mechanism_runs(attack), d) + mechanism.memory_bytes(self.dataset_size * d)
+
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
         reason = Game.incompatibility(self, mechanism, attack)
         check = getattr(attack, "table_incompatibility", None)

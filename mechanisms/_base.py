@@ -54,6 +54,16 @@ class Mechanism(ABC):
     def privacy_claim(self) -> PrivacyClaim | None:
         """The analytic privacy guarantee, or ``None`` when the mechanism claims none."""
 
+    def memory_bytes(self, n: int) -> int:
+        """Estimated peak memory in bytes of one release on an input of ``n`` records (or canaries).
+
+        Checked with the config, before anything runs, so that a size that cannot fit is refused with the
+        estimate instead of failing in the middle of a run.  The default allows 64 bytes per input record
+        (input, output and working copies of a few float64 vectors); mechanisms whose memory grows otherwise
+        (a model with a weight per canary, a table per record) override it.  An estimate, not a bound.
+        """
+        return 64 * n
+
 
 def check_runs(data: Sequence[Any], rngs: Sequence[np.random.Generator]) -> None:
     """Check the arguments of :meth:`Mechanism.release_runs`: one ``numpy.random.Generator`` per input."""

@@ -122,5 +122,10 @@ class DigitsDPSGD(Mechanism):
             dataset_size=dataset_size,
         )
 
+    def memory_bytes(self, n: int) -> int:
+        """The training rows and ``n`` canaries as float64 64-pixel inputs, a few copies of each (the data, the
+        sampled batch, the per-example activations of ghost clipping)."""
+        return 8 * 64 * 4 * (self.train_rows + n)
+
     def privacy_claim(self) -> PrivacyClaim:
         return dpsgd_claim(self.sigma, self.sampling_rate, self.steps)

@@ -128,6 +128,13 @@ class DPSGDWhiteBox(DigitsDPSGD):
         )
         return [row.numpy().copy() for row in before - coordinates()]
 
+    def memory_bytes(self, n: int) -> int:
+        """The inputs padded with ⌈n / width⌉ canary features (twice: data and batch) and about six copies of
+        the first layer's weights (weights, gradient, noise, momentum, the canaries' gradient vector)."""
+        width = 10 if self.model == "logistic" else 32
+        n_inputs = 64 + max(1, math.ceil(n / width))
+        return 8 * (2 * self.train_rows * n_inputs + 6 * width * n_inputs) + 64 * n
+
     def _setup(self, m: int) -> _Setup:
         # The canaries live on the first-layer weights of extra input features that are 0 for every real example,
         # so the data never moves their coordinates: each one sees only its canary and the noise.
