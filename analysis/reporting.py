@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # tables arrive as DataFrames; pandas itself is not needed to format them
+    import pandas as pd
 
 __all__ = ["TABLE_FORMATS", "format_table", "plot_lower_bounds"]
 

@@ -6,7 +6,7 @@ Usage::
                  [--cache-dir DIR | --no-cache]
     privgame report DIR [--records] [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
                     [--plugins MODULE ...] [--trust-plugins]
-    privgame list
+    privgame list [--plugins MODULE ...]
     privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid]
     privgame ladder --plot FILE [--mu 1 2 4] [--n N] [--delta D] [--confidence C]
     privgame synth --generator NAME [--param K=V ...] [--data adult] [--train-rows N] [--sample] [--rows N]
@@ -117,7 +117,14 @@ def _parser() -> argparse.ArgumentParser:
     lad.add_argument("--format", choices=TABLE_FORMATS, default="table")
 
     synth_cli.add_parser(sub)
-    sub.add_parser("list", help="list the registered games, mechanisms and attacks")
+    listing = sub.add_parser("list", help="list the registered games, mechanisms and attacks")
+    listing.add_argument(
+        "--plugins",
+        nargs="+",
+        metavar="MODULE",
+        default=[],
+        help="plugin modules to import first, listing what they register (importing runs their code)",
+    )
     return parser
 
 
@@ -221,13 +228,19 @@ def _cmd_ladder(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from games.registry import ATTACKS, GAMES, MECHANISMS, summary_line
+    from games.registry import ATTACKS, GAMES, MECHANISMS
 
+    if args.plugins:  # only then: the configs (and what they import) are needed to import plugins
+        from games.config import import_plugins
+
+        import_plugins(args.plugins, source="--plugins")
     for title, registry in (("games", GAMES), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
         print(f"{title}:")
-        width = max(len(n) for n in registry.names())
-        for name, cls in registry:
-            print(f"  {name.ljust(width)}  {summary_line(cls)}")
+        # summaries() imports nothing: the built-ins' one-line summaries are stored beside their import paths
+        entries = registry.summaries()
+        width = max((len(name) for name, _ in entries), default=0)
+        for name, summary in entries:
+            print(f"  {name.ljust(width)}  {summary}")
     return 0
 
 

@@ -1,7 +1,10 @@
 """One registry per component kind: config names to classes.
 
-Built-in components are registered here; a plugin module registers its own with the same decorators and is
-named in the config's ``[experiment] plugins`` list::
+Built-in components are registered by import path (:class:`Builtin`: ``"module:Class"`` and the class's one-line
+summary), so that building a registry, listing it (``privgame list``) or resolving one name imports nothing but
+the module of the class asked for: ``privgame --help`` and ``privgame list`` never import torch, the generators'
+numba kernels or ``dp_accounting``.  A plugin module registers its own classes with the same decorators and is
+named in the config's ``[experiment] plugins`` list (or ``privgame list --plugins``)::
 
     from games.registry import MECHANISMS
 
@@ -15,24 +18,54 @@ named in the config's ``[experiment] plugins`` list::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from typing import Generic, TypeVar
+import importlib
+import importlib.util
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from attacks import Attack, ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
-from games._base import Game
-from games.multi_run import MultiRunGame
-from games.one_run import OneRunGame
-from games.record import ModelSeededRecordGame, RecordGames, TraditionalRecordGame
-from mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
-from mechanisms.synth import BayNet, PrivBayes, Synthpop
+if TYPE_CHECKING:
+    from attacks._base import Attack
+    from games._base import Game
+    from mechanisms._base import Mechanism
 
-__all__ = ["ATTACKS", "GAMES", "MECHANISMS", "Registry", "UnknownNameError", "summary_line"]
+__all__ = ["ATTACKS", "BUILTINS", "GAMES", "MECHANISMS", "Builtin", "Registry", "UnknownNameError", "summary_line"]
 
 T = TypeVar("T")
 
 
 class UnknownNameError(ValueError):
     """A config named a component that is not registered."""
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A built-in component, registered by where it lives rather than by its class.
+
+    Attributes
+    ----------
+    path : str
+        ``"package.module:Class"``; the module is imported on the first :meth:`Registry.get` of the name.
+    summary : str
+        The class docstring's first line, for ``privgame list`` without importing the class (a test checks that
+        the two agree).
+    requires : tuple of str, default=()
+        Top-level packages of an optional extra the class needs (``("torch",)``); when one is not installed, the
+        component is not registered (found with ``importlib.util.find_spec``, which imports nothing).
+    """
+
+    path: str
+    summary: str
+    requires: tuple[str, ...] = ()
+
+    def available(self) -> bool:
+        """Whether every package in :attr:`requires` is installed."""
+        return all(importlib.util.find_spec(package) is not None for package in self.requires)
+
+
+def _import(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 class Registry(Generic[T]):
@@ -42,14 +75,38 @@ class Registry(Generic[T]):
     ----------
     kind : str
         "game", "mechanism" or "attack", used in messages.
-    base : type
-        The abstract base class every registered class must subclass.
+    base : type or str
+        The abstract base class every registered class must subclass, or its ``"module:Class"`` path (imported
+        when a class is first registered or loaded, so that an unused registry imports nothing).
+    builtins : mapping of str to Builtin, optional
+        Components registered by import path, loaded on first use; those whose optional packages are missing are
+        left out.
     """
 
-    def __init__(self, kind: str, base: type[T]) -> None:
+    def __init__(self, kind: str, base: type[T] | str, builtins: Mapping[str, Builtin] | None = None) -> None:
         self.kind = kind
-        self.base = base
+        self._base = base
         self._classes: dict[str, type[T]] = {}
+        self._lazy: dict[str, Builtin] = {name: entry for name, entry in (builtins or {}).items() if entry.available()}
+
+    @property
+    def base(self) -> type[T]:
+        """The base class (imported on first use when given as a path)."""
+        if isinstance(self._base, str):
+            self._base = cast("type[T]", _import(self._base))
+        return self._base
+
+    def _check(self, cls: Any) -> str:
+        """``cls``'s name, after checking that it may be registered (see :meth:`register`)."""
+        if not (isinstance(cls, type) and issubclass(cls, self.base)):
+            raise TypeError(f"a registered {self.kind} must subclass {self.base.__name__}, got {cls!r}.")
+        params = getattr(cls, "__dataclass_params__", None)
+        if not dataclasses.is_dataclass(cls) or params is None or not params.frozen:
+            raise TypeError(f"a registered {self.kind} must be a frozen dataclass, got {cls.__name__}.")
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a registered {self.kind} needs a non-empty string class attribute 'name'.")
+        return name
 
     def register(self, cls: type[T]) -> type[T]:
         """Register ``cls`` under its ``name``; usable as a decorator.
@@ -59,52 +116,75 @@ class Registry(Generic[T]):
         TypeError
             If ``cls`` is not a frozen dataclass subclassing the kind's base class, or has no string ``name``.
         ValueError
-            If the name is already taken.
+            If the name is already taken (by a registered class or a built-in).
         """
-        if not (isinstance(cls, type) and issubclass(cls, self.base)):
-            raise TypeError(f"a registered {self.kind} must subclass {self.base.__name__}, got {cls!r}.")
-        params = getattr(cls, "__dataclass_params__", None)
-        if not dataclasses.is_dataclass(cls) or params is None or not params.frozen:
-            raise TypeError(f"a registered {self.kind} must be a frozen dataclass, got {cls.__name__}.")
-        name = getattr(cls, "name", None)
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"a registered {self.kind} needs a non-empty string class attribute 'name'.")
-        if name in self._classes:
-            raise ValueError(
-                f"{self.kind} name {name!r} is already registered (by {self._classes[name].__qualname__})."
-            )
+        name = self._check(cls)
+        if name in self._classes or name in self._lazy:
+            owner = self._classes[name].__qualname__ if name in self._classes else self._lazy[name].path
+            raise ValueError(f"{self.kind} name {name!r} is already registered (by {owner}).")
         self._classes[name] = cls
         return cls
 
     def unregister(self, name: str) -> None:
-        """Remove ``name`` (for tests and interactive sessions)."""
+        """Remove ``name`` (for tests and interactive sessions).
+
+        Raises
+        ------
+        UnknownNameError
+            If ``name`` is not registered.
+        """
+        if name in self._lazy:
+            del self._lazy[name]
+            return
         self.get(name)
         del self._classes[name]
 
     def get(self, name: str) -> type[T]:
-        """The class registered as ``name``.
+        """The class registered as ``name`` (a built-in's module is imported now, the first time).
 
         Raises
         ------
         UnknownNameError
             Listing the registered names.
+        TypeError
+            If a built-in's class does not pass :meth:`register`'s checks or its ``name`` is not ``name``
+            (a bug in the built-in table).
         """
         try:
             return self._classes[name]
         except (KeyError, TypeError):
-            raise UnknownNameError(
-                f"{self.kind} name must be one of {', '.join(sorted(self._classes))}, got {name!r}."
-            ) from None
+            pass
+        entry = self._lazy.get(name) if isinstance(name, str) else None
+        if entry is None:
+            raise UnknownNameError(f"{self.kind} name must be one of {', '.join(self.names())}, got {name!r}.")
+        cls = _import(entry.path)
+        if self._check(cls) != name:
+            raise TypeError(f"built-in {self.kind} {entry.path} is named {cls.name!r}, registered as {name!r}.")
+        self._classes[name] = cls
+        del self._lazy[name]
+        return cast("type[T]", cls)
 
     def names(self) -> list[str]:
-        """Registered names, sorted."""
-        return sorted(self._classes)
+        """Registered names, sorted (importing nothing)."""
+        return sorted({*self._classes, *self._lazy})
+
+    def summaries(self) -> list[tuple[str, str]]:
+        """``(name, one-line summary)`` of every registered component, sorted by name, importing nothing: a
+        built-in not loaded yet answers with its stored :attr:`Builtin.summary`."""
+        found = {name: summary_line(cls) for name, cls in self._classes.items()}
+        found.update({name: entry.summary for name, entry in self._lazy.items()})
+        return sorted(found.items())
+
+    def builtins(self) -> dict[str, Builtin]:
+        """The built-ins not loaded yet (for tests of the built-in table)."""
+        return dict(self._lazy)
 
     def __iter__(self) -> Iterator[tuple[str, type[T]]]:
-        return iter(sorted(self._classes.items()))
+        """``(name, class)`` pairs, sorted; this imports every built-in (use :meth:`summaries` to list)."""
+        return iter([(name, self.get(name)) for name in self.names()])
 
     def __contains__(self, name: object) -> bool:
-        return name in self._classes
+        return name in self._classes or name in self._lazy
 
 
 def summary_line(cls: type) -> str:
@@ -113,32 +193,92 @@ def summary_line(cls: type) -> str:
     return doc.splitlines()[0] if doc else ""
 
 
-GAMES: Registry[Game] = Registry("game", Game)  # type: ignore[type-abstract]
-MECHANISMS: Registry[Mechanism] = Registry("mechanism", Mechanism)  # type: ignore[type-abstract]
-ATTACKS: Registry[Attack] = Registry("attack", Attack)
+BUILTINS: dict[str, dict[str, Builtin]] = {
+    "game": {
+        "one-run": Builtin(
+            "games.one_run:OneRunGame",
+            "m canaries, each a member independently with probability 1/2; the mechanism runs once.",
+        ),
+        "multi-run": Builtin(
+            "games.multi_run:MultiRunGame",
+            "K independent runs per trial, half with the target canary and half without; one score per run.",
+        ),
+        "record-traditional": Builtin(
+            "games.record:TraditionalRecordGame",
+            "Krčo et al.'s traditional record game: a fresh dataset every round (the dataset-averaged risk).",
+        ),
+        "record-model-seeded": Builtin(
+            "games.record:ModelSeededRecordGame",
+            "Krčo et al.'s model-seeded record game: the released dataset fixed, only the mechanism's seed varies.",
+        ),
+        "record": Builtin(
+            "games.record:RecordGames",
+            "Both record games on the same targets with the same trained attack (miss rate and RMSD need the pair).",
+        ),
+    },
+    "mechanism": {
+        "randomized-response": Builtin(
+            "mechanisms.randomized_response:RandomizedResponse",
+            "Report each canary's membership bit truthfully with probability e^ε / (1 + e^ε), flipped otherwise.",
+        ),
+        "gaussian": Builtin(
+            "mechanisms.gaussian:GaussianMechanism",
+            "Release each canary's membership bit plus independent N(0, σ²) noise.",
+        ),
+        "synthpop": Builtin(
+            "mechanisms.synth.synthpop:Synthpop",
+            'Sequential CART synthesis, as R\'s ``synthpop::syn()`` with ``method = "cart"``.',
+        ),
+        "baynet": Builtin(
+            "mechanisms.synth.baynet:BayNet",
+            'Synthetic tables from a Bayesian network fitted without noise: the "BayNet" of the synthetic-data '
+            "literature.",
+        ),
+        "privbayes": Builtin(
+            "mechanisms.synth.privbayes:PrivBayes",
+            "PrivBayes (Zhang et al. [1]_): a Bayesian network learnt and parametrised under ε-differential privacy.",
+        ),
+        "dpsgd-blackbox": Builtin(
+            "mechanisms.dpsgd.blackbox:DPSGDBlackBox",
+            "DP-SGD on sklearn's digits with m input-space canaries; releases the final model.",
+            requires=("torch",),
+        ),
+        "dpsgd-whitebox": Builtin(
+            "mechanisms.dpsgd.whitebox:DPSGDWhiteBox",
+            "DP-SGD on sklearn's digits with m Dirac gradient canaries; releases each canary's summed descent.",
+            requires=("torch",),
+        ),
+    },
+    "attack": {
+        "identity": Builtin(
+            "attacks.identity:Identity",
+            "Score each canary by its released value (for mechanisms that publish one number per canary).",
+        ),
+        "negative-loss": Builtin(
+            "attacks.loss:NegativeLoss",
+            "Score each target by minus its loss under the released model (members have lower loss).",
+        ),
+        "tapas-queries": Builtin(
+            "attacks.queries:CountingQueries",
+            "TAPAS-style target-specific counting queries into a RandomForest, trained on shadow synthetic tables.",
+        ),
+        "groundhog": Builtin(
+            "attacks.groundhog:Groundhog",
+            "Groundhog: per-column statistics, histograms and correlations of the synthetic table → RandomForest.",
+        ),
+        "closest-distance": Builtin(
+            "attacks.distance:ClosestDistance",
+            "Score = −(the smallest mixed distance from the target to a synthetic row): near copies suggest "
+            "membership.",
+        ),
+        "exact-copies": Builtin(
+            "attacks.distance:ExactCopies",
+            "Score = the number of synthetic rows that copy the target's exact value of one numeric column.",
+        ),
+    },
+}
+"""The built-in components of each kind: config name → :class:`Builtin` (import path and summary)."""
 
-GAMES.register(OneRunGame)
-GAMES.register(MultiRunGame)
-GAMES.register(TraditionalRecordGame)
-GAMES.register(ModelSeededRecordGame)
-GAMES.register(RecordGames)
-MECHANISMS.register(RandomizedResponse)
-MECHANISMS.register(GaussianMechanism)
-MECHANISMS.register(Synthpop)
-MECHANISMS.register(BayNet)
-MECHANISMS.register(PrivBayes)
-ATTACKS.register(Identity)
-ATTACKS.register(NegativeLoss)
-ATTACKS.register(CountingQueries)
-ATTACKS.register(Groundhog)
-ATTACKS.register(ClosestDistance)
-ATTACKS.register(ExactCopies)
-
-try:  # DP-SGD needs the optional torch extra
-    from mechanisms.dpsgd.blackbox import DPSGDBlackBox
-    from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
-except ImportError:  # pragma: no cover - depends on the installed extras
-    pass
-else:
-    MECHANISMS.register(DPSGDBlackBox)
-    MECHANISMS.register(DPSGDWhiteBox)
+GAMES: Registry[Game] = Registry("game", "games._base:Game", BUILTINS["game"])
+MECHANISMS: Registry[Mechanism] = Registry("mechanism", "mechanisms._base:Mechanism", BUILTINS["mechanism"])
+ATTACKS: Registry[Attack] = Registry("attack", "attacks._base:Attack", BUILTINS["attack"])

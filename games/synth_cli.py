@@ -39,17 +39,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from analysis._checks import check_int
-from analysis.fidelity import fidelity_report
-from games.config import ConfigError, _build, _freeze, _resolve
-from games.datasets import load_adult, load_compas, public_domain
 from games.registry import MECHANISMS
 
 if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
     from mechanisms._base import Mechanism
+
+# numpy, pandas, the configs, the data sets and the fidelity report are imported by the functions that use them:
+# `privgame --help` builds this sub-command's parser and must not wait for them.
 
 __all__ = [
     "DATA_TARGETS",
@@ -106,6 +105,8 @@ def parse_value(text: str) -> Any:
     >>> parse_value("2"), parse_value("1e-3"), parse_value("true"), parse_value("hillclimb"), parse_value("[1, 2]")
     (2, 0.001, True, 'hillclimb', (1, 2))
     """
+    from games.config import _freeze
+
     text = text.strip()
     try:
         value = tomllib.loads(f"v = {text}")["v"]
@@ -172,15 +173,18 @@ def build_generator(
         For an unknown name (the message lists the table generators), a mechanism that is not a table generator,
         an unknown or invalid parameter, or ``n_rows`` for a generator without that parameter.
     """
-    generators = table_generators()
+    from games.config import ConfigError, _build, _resolve
+    from games.datasets import public_domain
+
+    # the list of table generators loads every registered mechanism (torch for DP-SGD): only for the messages
     if name not in MECHANISMS:
-        listed = ", ".join(generators) or "(none registered)"
+        listed = ", ".join(table_generators()) or "(none registered)"
         raise ValueError(f"--generator must be one of the table generators {listed}, got {name!r}.")
     cls: Any = MECHANISMS.get(name)
     if not _is_table_mechanism(cls):
         raise ValueError(
             f"--generator {name!r} is not a table generator (it takes {cls.input_kind!r} and releases "
-            f"{cls.release_kind!r}); table generators: {', '.join(generators) or '(none registered)'}."
+            f"{cls.release_kind!r}); table generators: {', '.join(table_generators()) or '(none registered)'}."
         )
     fields = {f.name for f in dataclasses.fields(cls) if f.init}
     table = dict(params or {})
@@ -229,6 +233,10 @@ def training_data(
     ValueError
         If ``data`` is not a tabular data set or ``train_rows`` is out of range.
     """
+    import numpy as np
+
+    from analysis._checks import check_int
+    from games.datasets import load_adult, load_compas
 
     if data not in DATA_TARGETS:
         raise ValueError(f"--data must be one of {', '.join(DATA_TARGETS)}, got {data!r}.")
@@ -275,6 +283,12 @@ def report_path(out: str | Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``privgame synth`` with parsed arguments; returns the exit status."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis._checks import check_int
+    from analysis.fidelity import fidelity_report
+
     out = Path(args.out)
     _check_suffix(out)
     seed = check_int("--seed", args.seed, low=0)

@@ -1,6 +1,7 @@
 """DP-SGD (Abadi et al. 2016) exactly as ``dp_accounting`` analyses it, in PyTorch.
 
-This sub-package is the only part of privgame that imports torch; the rest of the package imports without it.
+This sub-package is the only part of privgame that imports torch; the rest of the package imports without it,
+and importing the sub-package itself imports nothing until a name is used (:mod:`analysis._lazy`).
 
 The step
 --------
@@ -61,17 +62,28 @@ non-private SGD ≈ 0.11 s, :func:`train` ≈ 0.19 s (≈ 1.8×); ``python bench
 Opacus, a naive ``vmap`` loop and the K-model ensembles.
 """
 
-from mechanisms.dpsgd.clipping import GhostClipper, LossFn, clipped_gradient_sum, cross_entropy, trainable_parameters
-from mechanisms.dpsgd.devices import make_generator, resolve_device
-from mechanisms.dpsgd.models import digits_cnn, init_parameters, logistic_regression, mlp
-from mechanisms.dpsgd.train import (
-    DPSGDConfig,
-    EnsembleCallback,
-    StepCallback,
-    poisson_mask,
-    train,
-    train_ensemble,
-)
+from typing import TYPE_CHECKING
+
+from analysis._lazy import attach
+
+if TYPE_CHECKING:
+    from mechanisms.dpsgd.clipping import (
+        GhostClipper,
+        LossFn,
+        clipped_gradient_sum,
+        cross_entropy,
+        trainable_parameters,
+    )
+    from mechanisms.dpsgd.devices import make_generator, resolve_device
+    from mechanisms.dpsgd.models import digits_cnn, init_parameters, logistic_regression, mlp
+    from mechanisms.dpsgd.train import (
+        DPSGDConfig,
+        EnsembleCallback,
+        StepCallback,
+        poisson_mask,
+        train,
+        train_ensemble,
+    )
 
 __all__ = [
     "DPSGDConfig",
@@ -92,3 +104,13 @@ __all__ = [
     "train_ensemble",
     "trainable_parameters",
 ]
+
+_MODULES = {
+    "clipping": ("GhostClipper", "LossFn", "clipped_gradient_sum", "cross_entropy", "trainable_parameters"),
+    "devices": ("make_generator", "resolve_device"),
+    "models": ("digits_cnn", "init_parameters", "logistic_regression", "mlp"),
+    "train": ("DPSGDConfig", "EnsembleCallback", "StepCallback", "poisson_mask", "train", "train_ensemble"),
+}
+__getattr__, __dir__ = attach(
+    __name__, {name: f"mechanisms.dpsgd.{module}:{name}" for module, names in _MODULES.items() for name in names}
+)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import ClassVar
 
 import pytest
 
-from games.registry import ATTACKS, GAMES, MECHANISMS, Registry, UnknownNameError
+from games.registry import ATTACKS, BUILTINS, GAMES, MECHANISMS, Builtin, Registry, UnknownNameError, summary_line
 from mechanisms import Mechanism, RandomizedResponse
 
 
@@ -74,3 +75,97 @@ def test_unregister():
     assert "randomized-response" not in registry
     with pytest.raises(UnknownNameError):
         registry.unregister("randomized-response")
+
+
+# -- built-ins registered by import path --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"), [(kind, name) for kind, table in sorted(BUILTINS.items()) for name in sorted(table)]
+)
+def test_builtin_table_agrees_with_the_classes(kind, name):
+    """The stored path, name and summary are the class's own, so `privgame list` cannot drift from the code."""
+    entry = BUILTINS[kind][name]
+    module, _, qualname = entry.path.partition(":")
+    cls = getattr(importlib.import_module(module), qualname)
+    assert cls.name == name
+    assert entry.summary == summary_line(cls)
+    registry = {"game": GAMES, "mechanism": MECHANISMS, "attack": ATTACKS}[kind]
+    assert registry.get(name) is cls
+
+
+def test_every_builtin_kind_has_its_registry():
+    assert {r.kind for r in (GAMES, MECHANISMS, ATTACKS)} == set(BUILTINS)
+    for registry in (GAMES, MECHANISMS, ATTACKS):
+        assert set(BUILTINS[registry.kind]) <= set(registry.names())
+
+
+def test_a_builtin_is_imported_on_get_only():
+    registry = Registry("mechanism", "mechanisms._base:Mechanism", {"lazy-rr": _entry("LazyRR", "Lazy.")})
+    assert registry.names() == ["lazy-rr"] and "lazy-rr" in registry
+    assert registry.summaries() == [("lazy-rr", "Lazy.")]
+    absent = Registry("mechanism", "no_such_base_module:Base", {"ghost": Builtin("no_such_module:Ghost", "Boo.")})
+    assert absent.names() == ["ghost"] and absent.summaries() == [("ghost", "Boo.")]  # listing imports nothing
+    with pytest.raises(ModuleNotFoundError, match="no_such_module"):
+        absent.get("ghost")
+    cls = registry.get("lazy-rr")
+    assert cls is LazyRR and registry.get("lazy-rr") is cls
+    assert registry.summaries() == [("lazy-rr", "A randomized response registered by path (for the tests).")]
+    assert list(registry) == [("lazy-rr", LazyRR)]
+
+
+def test_builtin_needing_a_missing_package_is_not_registered():
+    missing = Builtin(f"{__name__}:LazyRR", "x", requires=("no_such_package_for_privgame_tests",))
+    registry = Registry("mechanism", Mechanism, {"lazy-rr": missing, "other": _entry("LazyRR", "y")})
+    assert registry.names() == ["other"]
+    assert not missing.available() and _entry("LazyRR", "y").available()
+
+
+def test_builtin_named_otherwise_is_refused_on_get():
+    registry = Registry("mechanism", Mechanism, {"wrong-name": _entry("LazyRR", "x")})
+    with pytest.raises(TypeError, match="is named 'lazy-rr', registered as 'wrong-name'"):
+        registry.get("wrong-name")
+
+
+def test_builtin_that_is_not_a_component_is_refused_on_get():
+    registry = Registry("mechanism", Mechanism, {"int": Builtin("builtins:int", "x")})
+    with pytest.raises(TypeError, match="must subclass Mechanism"):
+        registry.get("int")
+
+
+def test_plugin_cannot_take_a_builtin_name_before_it_is_loaded():
+    registry = Registry("mechanism", Mechanism, {"lazy-rr": _entry("LazyRR", "x")})
+    with pytest.raises(ValueError, match=rf"'lazy-rr' is already registered \(by {__name__}:LazyRR\)"):
+        registry.register(LazyRR)
+
+
+def test_unregister_a_builtin_not_loaded():
+    registry = Registry("mechanism", Mechanism, {"lazy-rr": _entry("LazyRR", "x")})
+    registry.unregister("lazy-rr")
+    assert registry.names() == []
+    with pytest.raises(UnknownNameError, match="got 'lazy-rr'"):
+        registry.get("lazy-rr")
+
+
+def test_unknown_name_of_unhashable_type():
+    with pytest.raises(UnknownNameError, match=r"got \['x'\]"):
+        MECHANISMS.get(["x"])  # type: ignore[arg-type]
+
+
+def test_base_given_by_path_is_imported_on_first_use():
+    registry: Registry[Mechanism] = Registry("mechanism", "mechanisms._base:Mechanism")
+    assert registry.base is Mechanism
+    registry.register(RandomizedResponse)
+    with pytest.raises(TypeError, match="must subclass Mechanism"):
+        registry.register(int)  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LazyRR(RandomizedResponse):
+    """A randomized response registered by path (for the tests)."""
+
+    name: ClassVar[str] = "lazy-rr"
+
+
+def _entry(qualname: str, summary: str) -> Builtin:
+    return Builtin(f"{__name__}:{qualname}", summary)
