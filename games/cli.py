@@ -2,8 +2,9 @@
 
 Usage::
 
-    privgame run CONFIG.toml --out DIR [--n-jobs N] [--force] [--no-progress] [--dask-scheduler ADDRESS]
-                 [--cache-dir DIR | --no-cache]
+    privgame run CONFIG.toml --out DIR [--n-jobs N] [--force] [--no-progress]
+                 [--dask-scheduler ADDRESS|local [--dask-timeout SECONDS] [--dask-dashboard]]
+                 [--cache-dir DIR | --no-cache] [--fail-fast] [--dry-run]
     privgame report DIR [--records] [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
                     [--plugins MODULE ...] [--trust-plugins]
     privgame list [--plugins MODULE ...]
@@ -18,17 +19,24 @@ A bad config or argument prints one line ``privgame: error: ...`` and exits with
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.reporting import TABLE_FORMATS, format_table
 from games import synth_cli
 
+if TYPE_CHECKING:
+    from games.config import ExperimentConfig
+
 __all__ = ["main"]
 
+EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         version = "unknown"
     parser = _Parser(prog="privgame", description="Simulate privacy games and audit mechanisms.")
     parser.add_argument("--version", action="version", version=f"privgame {version}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error instead of one line")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run (or resume) an experiment")
@@ -53,10 +62,28 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--n-jobs", type=int, default=1, help="parallel workers; -1 = all cores (default 1)")
     run.add_argument("--force", action="store_true", help="delete results of a different config in --out")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.add_argument("--fail-fast", action="store_true", help="stop at the first trial that fails")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the grid, the trials done in --out and estimates of time and memory; run and change nothing",
+    )
     run.add_argument(
         "--dask-scheduler",
         metavar="ADDRESS",
-        help="run on a dask.distributed scheduler ('local' for a local one)",
+        help="run on a dask.distributed scheduler at ADDRESS (tcp://HOST:PORT), or 'local' for a local cluster of "
+        "--n-jobs workers (docs/cluster.md)",
+    )
+    run.add_argument(
+        "--dask-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds to wait for the scheduler at --dask-scheduler ADDRESS to answer (default 10)",
+    )
+    run.add_argument(
+        "--dask-dashboard",
+        action="store_true",
+        help="with --dask-scheduler local: serve the Dask dashboard on 127.0.0.1:8787 (default: no dashboard)",
     )
     caching = run.add_mutually_exclusive_group()
     caching.add_argument(
@@ -129,46 +156,154 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from games.config import load_config
-    from games.runner import run_experiment
+    from games.config import load_config, read_config_bytes
+    from games.resources import writable_directory_problem
+    from games.runner import DaskScheduler, RunInterrupted, TrialsFailed, run_experiment
 
-    if args.n_jobs == 0 or args.n_jobs < -1:
-        raise ValueError(f"--n-jobs must be a positive integer or -1, got {args.n_jobs}.")
-    config = load_config(args.config)
+    _check_n_jobs(args.n_jobs)
+    dask = None
+    if args.dask_scheduler is not None:
+        timeout = 10.0 if args.dask_timeout is None else args.dask_timeout
+        dask = DaskScheduler(args.dask_scheduler, connect_timeout=timeout, dashboard=args.dask_dashboard)
+    elif args.dask_timeout is not None or args.dask_dashboard:
+        raise ValueError(
+            f"{'--dask-timeout' if args.dask_timeout is not None else '--dask-dashboard'} needs --dask-scheduler."
+        )
+    config_bytes = read_config_bytes(args.config)
+    config = load_config(args.config, config_bytes)
+    if args.dry_run:
+        return _dry_run(config, args)
+    problem = writable_directory_problem(args.out)
+    if problem is not None:
+        raise ValueError(f"{problem}.")
     cache = None
     if not args.no_cache:
         from analysis.cache import ArtefactCache, default_cache_dir
 
         cache = ArtefactCache(args.cache_dir if args.cache_dir is not None else default_cache_dir())
     start = time.perf_counter()
-    store = run_experiment(
-        config,
-        args.out,
-        config_bytes=Path(args.config).read_bytes(),
-        n_jobs=args.n_jobs,
-        force=args.force,
-        progress=not args.no_progress,
-        dask_scheduler=args.dask_scheduler,
-        cache=cache,
-    )
+    try:
+        store = run_experiment(
+            config,
+            args.out,
+            config_bytes=config_bytes,
+            n_jobs=args.n_jobs,
+            force=args.force,
+            progress=not args.no_progress,
+            dask_scheduler=dask,
+            cache=cache,
+            fail_fast=args.fail_fast,
+        )
+    except TrialsFailed as exc:
+        print(f"privgame: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_FAILURE
+    except RunInterrupted as exc:
+        print(
+            f"privgame: interrupted: {exc.finished} of {exc.total} trials are safely stored in "
+            f"{printable(str(exc.root))}; resume with: {printable(_resume_command(args))}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     print(
-        f"{config.name}: {config.n_trials} trials in {store.root} "
+        f"{printable(config.name)}: {config.n_trials} trials in {printable(str(store.root))} "
         f"({time.perf_counter() - start:.1f} s); summary: privgame report {store.root}"
     )
     return 0
 
 
+def _resume_command(args: argparse.Namespace) -> str:
+    """The command that resumes an interrupted ``privgame run`` (its options, without ``--force``)."""
+    import shlex
+
+    command = ["privgame", "run", args.config, "--out", args.out]
+    if args.n_jobs != 1:
+        command += ["--n-jobs", str(args.n_jobs)]
+    if args.dask_scheduler is not None:
+        command += ["--dask-scheduler", args.dask_scheduler]
+        if args.dask_timeout is not None:
+            command += ["--dask-timeout", f"{args.dask_timeout:g}"]
+        if args.dask_dashboard:
+            command.append("--dask-dashboard")
+    if args.cache_dir is not None:
+        command += ["--cache-dir", args.cache_dir]
+    command += [flag for flag, on in (("--no-cache", args.no_cache), ("--no-progress", args.no_progress)) if on]
+    if args.fail_fast:
+        command.append("--fail-fast")
+    return shlex.join(command)
+
+
+def _dry_run(config: ExperimentConfig, args: argparse.Namespace) -> int:
+    """``privgame run --dry-run``: the plan and its estimates on stdout; nothing in ``--out`` is touched."""
+    from games.resources import format_bytes
+    from games.runner import dry_run
+
+    plan = dry_run(config, args.out, announce=lambda line: print(f"privgame: {line}", file=sys.stderr, flush=True))
+    print(f"{printable(config.name)}: {len(plan.grid)} grid point{'s' if len(plan.grid) != 1 else ''}")
+    for index, params in enumerate(plan.grid):
+        memory = "" if plan.trial_bytes is None else f"  (about {format_bytes(plan.trial_bytes[index])} a trial)"
+        shown = ", ".join(f"{k} = {v!r}" for k, v in params.items()) or "(no swept parameter)"
+        print(f"  {index}: {printable(shown)}{memory}")
+    remaining = plan.n_trials - plan.finished
+    print(
+        f"trials: {plan.n_trials} ({config.repetitions} per grid point); in {printable(args.out)}: {plan.finished} "
+        f"done, {remaining} to run"
+        + (f" ({plan.damaged} damaged, run again)" if plan.damaged else "")
+        + (f" ({plan.failed} failed, retried)" if plan.failed else "")
+    )
+    if plan.refusal is not None:
+        print(f"note: a run would be refused: {printable(plan.refusal)}")
+    if plan.timing_error is not None:
+        print(f"privgame: the timed trial failed: {printable(plan.timing_error)}", file=sys.stderr)
+        return EXIT_FAILURE
+    if plan.seconds_per_trial is not None:
+        workers = max(1, args.n_jobs if args.n_jobs > 0 else (os.cpu_count() or 1))
+        total = plan.seconds_per_trial * remaining / min(workers, max(remaining, 1))
+        print(
+            f"time: about {plan.seconds_per_trial:.3g} s a trial ({plan.seconds_source}); about {total:.3g} s for the "
+            f"{remaining} left on {workers} worker{'s' if workers != 1 else ''}"
+        )
+    if plan.trial_bytes is not None:
+        print(f"memory: about {format_bytes(max(plan.trial_bytes))} for the largest grid point's trial (estimate)")
+    if plan.peak_rss_bytes is not None:
+        print(f"memory: peak resident size {format_bytes(plan.peak_rss_bytes)} after the timed trial (measured)")
+    return 0
+
+
+def _report_warnings(root: str) -> None:
+    """One line on stderr each for the damaged and the failed trials of a results directory."""
+    from games.store import ResultsStore, describe_trials
+
+    store = ResultsStore(root)
+    damaged, failures = store.damaged(), store.failures()
+    if damaged:
+        first = min(damaged)
+        print(
+            f"privgame: {len(damaged)} damaged trial{'s' if len(damaged) != 1 else ''} left out "
+            f"({describe_trials(set(damaged))}; trial {first}: {damaged[first]}); rerunning `privgame run` with the "
+            "same config resumes them.",
+            file=sys.stderr,
+        )
+    if failures:
+        print(
+            f"privgame: {len(failures)} trial{'s' if len(failures) != 1 else ''} failed "
+            f"({describe_trials(set(failures))}; tracebacks in {printable(str(store.root / 'failures'))}); "
+            "rerunning `privgame run` with the same config retries them.",
+            file=sys.stderr,
+        )
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from games.report import plot_results, records_results, summarise_results
 
+    _check_output_file(args.output, "--output")
+    _check_output_file(args.plot, "--plot")
+    _check_output_file(args.ladder, "--ladder")
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
     summary, swept = summarise_results(args.results, **trust)
+    _report_warnings(args.results)
     table = records_results(args.results, **trust) if args.records else summary
     text = format_table(table, args.format)
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
-        sys.stdout.write(text)
+    _write_text(args.output, text)
     if args.plot:
         path = plot_results(args.results, summary, swept, args.plot)
         print(f"figure written to {path}", file=sys.stderr)
@@ -188,6 +323,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     repetitions = 100 if args.quick else args.repetitions
     if repetitions < 1:
         raise ValueError(f"--repetitions must be at least 1, got {repetitions}.")
+    _check_n_jobs(args.n_jobs)
+    _check_seed(args.seed)
+    _check_output_file(args.output, "--output")
     table = validate(
         repetitions=repetitions,
         confidences=args.confidence,
@@ -196,11 +334,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         n_jobs=args.n_jobs,
         progress=True,
     )
-    text = format_table(table, args.format, digits=4)
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
-        sys.stdout.write(text)
+    _write_text(args.output, format_table(table, args.format, digits=4))
     valid = ~table["estimator"].str.startswith("INVALID")
     failed = table[valid & ~table["ok"]]
     caught = table[~valid & ~table["ok"]]["estimator"].nunique()
@@ -220,6 +354,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_ladder(args: argparse.Namespace) -> int:
     from analysis.ladder import gaussian_ladder, plot_ladder
 
+    _check_seed(args.seed)
+    _check_output_file(args.plot, "--plot")
     table = gaussian_ladder(args.mu, n=args.n, delta=args.delta, confidence=args.confidence, seed=args.seed)
     sys.stdout.write(format_table(table, args.format))
     if args.plot:
@@ -240,8 +376,47 @@ def _cmd_list(args: argparse.Namespace) -> int:
         entries = registry.summaries()
         width = max((len(name) for name, _ in entries), default=0)
         for name, summary in entries:
-            print(f"  {name.ljust(width)}  {summary}")
+            print(printable(f"  {name.ljust(width)}  {summary}"))
     return 0
+
+
+def _check_n_jobs(n_jobs: int) -> None:
+    if n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"--n-jobs must be a positive integer or -1, got {n_jobs} (-1: all cores).")
+
+
+def _check_seed(seed: int) -> None:
+    if seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0, got {seed}.")
+
+
+def _check_output_file(path: str | None, option: str) -> None:
+    """Refuse an output file path that is empty, a directory, or inside a missing or non-directory folder."""
+    from games.resources import output_file_problem
+
+    problem = None if path is None else output_file_problem(path, what=option)
+    if problem is not None:
+        raise ValueError(f"{problem}.")
+
+
+def _write_text(path: str | None, text: str) -> None:
+    """Write ``text`` to ``path`` (checked by :func:`_check_output_file`), or to stdout when ``path`` is None."""
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise ValueError(f"cannot write {path!r}: {exc.strerror or exc}.") from None
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (terminal escape codes, newlines) shown escaped, e.g. ``\\x1b``.
+
+    Every message the command prints goes through this, so a name from a config or a results directory cannot
+    move the cursor, recolour the terminal or forge extra lines.
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -257,12 +432,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         return commands[args.command](args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"privgame: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, FileNotFoundError) as exc:  # bad input: each check raises with one line
+        if args.debug:
+            raise
+        print(f"privgame: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("privgame: interrupted; rerun the same command to resume.", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except MemoryError:
+        if args.debug:
+            raise
+        print(
+            "privgame: error: out of memory; lower the sizes (privgame run --dry-run estimates them).", file=sys.stderr
+        )
+        return EXIT_FAILURE
+    except Exception as exc:  # the last line of defence: a bug, not an input the checks missed on purpose
+        if args.debug:
+            raise
+        print(
+            f"privgame: error: unexpected {type(exc).__name__}: {printable(str(exc))} "
+            "(run with --debug for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -100,6 +100,8 @@ def summarise_results(
     Returns
     -------
     summary : DataFrame
+        With a ``failed`` column (trials whose code raised, per grid point) when any trial failed; damaged trials
+        (a file missing or not matching its checksum) are left out.
     swept : list of str
         The swept parameter columns.
 
@@ -113,11 +115,18 @@ def summarise_results(
     """
     stored = _load(root, plugins, trust_plugins)
     rows = stored.rows
+    failed: dict[int, int] = {}  # failed trials per grid point (their failures/ records), shown when there are any
+    for info in stored.store.failures().values():
+        g = info.get("grid_point")
+        if isinstance(g, int) and 0 <= g < len(stored.games):
+            failed[g] = failed.get(g, 0) + 1
     records = []
-    for g in sorted(rows["grid_point"].unique()):
+    for g in sorted({int(g) for g in rows["grid_point"].unique()} | set(failed)):
         part = rows[rows["grid_point"] == g]
-        summary = stored.games[int(g)].summarise(part, stored.analysis, stored.store.load_outcome)
-        records.append({**stored.manifest["grid"][int(g)]["params"], **summary})
+        summary = stored.games[g].summarise(part, stored.analysis, stored.store.load_outcome) if len(part) else {}
+        records.append(
+            {**stored.manifest["grid"][g]["params"], **summary, **({"failed": failed.get(g, 0)} if failed else {})}
+        )
     return pd.DataFrame.from_records(records), list(stored.swept)
 
 

@@ -2,25 +2,39 @@
 
 Seeding: trial j of grid point g gets ``SeedSequence(seed).spawn(n_grid)[g].spawn(repetitions)[j]``, spawned in
 the parent in trial order, so results are identical for any ``n_jobs`` and backend, and a trial's numbers depend
-only on (seed, g, j).  Trials run through joblib (loky processes on one machine; joblib's ``dask`` backend on a
-``dask.distributed`` cluster), come back as they finish and are written at once, so an interrupted run loses at
-most the trials in flight and resumes where it stopped.
+only on (seed, g, j).  Trials run in the parent (``n_jobs=1``), in loky worker processes on one machine, or through
+joblib's ``dask`` backend on a ``dask.distributed`` cluster; they come back as they finish and are written at
+once, so an interrupted run loses at most the trials in flight and resumes where it stopped.
+
+With workers, the parent plays trials itself while the workers start (they import the packages, seconds), and
+hands the rest to them once one is ready: an experiment smaller than the workers' start-up finishes in the
+parent and never waits for them.  Workers end with the parent, even when it is killed (``PR_SET_PDEATHSIG`` on
+Linux, a watchdog elsewhere).  A trial whose code raises (``SystemExit`` included) is recorded in
+``failures/`` and the run goes on (:class:`TrialsFailed` at the end); Ctrl-C raises :class:`RunInterrupted`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as _dt
+import importlib
 import json
 import math
 import os
+import resource
+import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from queue import Empty, SimpleQueue
 from typing import Any
 
 import joblib
@@ -30,9 +44,19 @@ from tqdm.auto import tqdm
 from analysis.cache import ArtefactCache
 from games._base import AnalysisSettings, TrialContext, TrialOutcome
 from games.config import ExperimentConfig, GridPoint
-from games.store import FORMAT_VERSION, ResultsStore
+from games.store import FORMAT_VERSION, ResultsStore, StoreError, describe_trials
 
-__all__ = ["Trial", "analytic_epsilon", "plan_trials", "run_experiment"]
+__all__ = [
+    "DaskScheduler",
+    "DryRun",
+    "RunInterrupted",
+    "Trial",
+    "TrialsFailed",
+    "analytic_epsilon",
+    "dry_run",
+    "plan_trials",
+    "run_experiment",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +133,83 @@ def _run_trial(
     return trial.index, row, outcome, records
 
 
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What a worker sends back for one trial: its row, outcome and per-record rows, or its failure."""
+
+    index: int
+    row: dict[str, Any] | None = None
+    outcome: TrialOutcome | None = None
+    records: list[dict[str, Any]] | None = None
+    failure: dict[str, Any] | None = None
+
+
+def _attempt(
+    point: GridPoint,
+    trial: Trial,
+    settings: AnalysisSettings,
+    epsilon: float,
+    cache: ArtefactCache | None = None,
+    progress_path: Path | None = None,
+) -> _Attempt:
+    """Play one trial; an exception raised by its code (``SystemExit`` from a plugin included) becomes a failure
+    record instead of ending the run.  ``KeyboardInterrupt`` is not caught: Ctrl-C stops the run."""
+    start = time.perf_counter()
+    try:
+        index, row, outcome, records = _run_trial(point, trial, settings, epsilon, cache, progress_path)
+        for name, array in outcome.arrays.items():
+            if np.asarray(array).dtype.hasobject:
+                raise TypeError(f"the outcome's array {name!r} has dtype object; results store numeric arrays only.")
+    except (Exception, SystemExit) as exc:
+        if isinstance(exc, SystemExit):
+            error = f"SystemExit: the trial's code called sys.exit({exc.code!r})"
+        else:
+            error = "".join(traceback.format_exception_only(exc)).strip()
+        failure = {
+            "trial": trial.index,
+            "grid_point": trial.grid_index,
+            "repetition": trial.repetition,
+            "spawn_key": "/".join(map(str, trial.seed.spawn_key)),
+            "params": {key: _cell(value) for key, value in point.params.items()},
+            "error": error,
+            "traceback": "".join(traceback.format_exception(exc)),
+            "seconds": time.perf_counter() - start,
+            "failed_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        return _Attempt(trial.index, failure=failure)
+    return _Attempt(index, row, outcome, records)
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _end_with_parent(parent: int) -> None:
+    """Loky worker initializer: end this worker when ``parent`` (the run's process) dies, SIGKILL included.
+
+    On Linux the kernel does it (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); elsewhere a daemon thread polls
+    ``os.getppid()``.  Either way a parent that died before this ran is caught by the first check.
+    """
+    armed = False
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            armed = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    if os.getppid() != parent:
+        os._exit(1)
+    if not armed:
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="privgame-parent-watch", daemon=True).start()
+
+
+def _worker_ready() -> int:
+    """A no-op task: its completion says a worker has started and imported the runner."""
+    return os.getpid()
+
+
 class _RunsBar:
     """In the parent: a second progress line counting mechanism runs (finished trials' plus running trials' files)."""
 
@@ -167,6 +268,7 @@ def _manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]
         "privgame_version": version,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "config_hash": config.hash,
+        "normalised_config": config.normalised,
         "config": dict(config.raw),
         "name": config.name,
         "seed": config.seed,
@@ -180,25 +282,294 @@ def _manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]
     }
 
 
-@contextlib.contextmanager
-def _backend(dask_scheduler: str | None, n_jobs: int) -> Iterator[None]:
-    if dask_scheduler is None:
-        yield
-        return
+_DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+@dataclass(frozen=True, slots=True)
+class DaskScheduler:
+    """Where trials run on Dask, and how the client connects.
+
+    Parameters
+    ----------
+    address : str
+        ``"local"``: a ``LocalCluster`` of ``n_jobs`` single-threaded worker processes on this machine, its
+        scheduler on 127.0.0.1; else ``SCHEME://HOST:PORT`` of a running scheduler (``tcp://`` when no scheme is
+        given), e.g. ``tcp://10.0.0.5:8786``.
+    connect_timeout : float, default=10.0
+        Seconds to wait for the scheduler at ``address`` to answer before giving up with one line.
+    dashboard : bool, default=False
+        ``"local"`` only: serve the Dask dashboard on 127.0.0.1:8787 (another free port if that one is taken),
+        never on all interfaces.  Off by default; a running scheduler's dashboard is its own
+        (``dask scheduler --dashboard-address`` / ``--no-dashboard``).
+
+    Raises
+    ------
+    ValueError
+        If the address is neither ``"local"`` nor ``SCHEME://HOST:PORT``, the timeout is not a positive finite
+        number of seconds, or a dashboard is asked of a scheduler this run does not start.
+    """
+
+    address: str
+    connect_timeout: float = 10.0
+    dashboard: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.address, str):
+            raise TypeError(f"the Dask scheduler address must be a string, got {self.address!r}.")
+        if self.address != "local":
+            scheme, sep, location = self.address.partition("://")
+            if not sep:
+                scheme, location = "tcp", self.address
+            host, colon, port = location.rpartition(":")
+            if scheme not in _DASK_SCHEMES or not colon or not host.strip("[]") or not port.isdigit():
+                raise ValueError(
+                    f"the Dask scheduler address must be 'local' or SCHEME://HOST:PORT (SCHEME one of "
+                    f"{', '.join(_DASK_SCHEMES)}; e.g. tcp://10.0.0.5:8786), got {self.address!r}."
+                )
+            if not 1 <= int(port) <= 65535:
+                raise ValueError(f"the Dask scheduler's port must be in 1..65535, got {port} in {self.address!r}.")
+        timeout = self.connect_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+            raise ValueError(f"the Dask connect timeout must be a positive number of seconds, got {timeout!r}.")
+        if self.dashboard and self.address != "local":
+            raise ValueError(
+                "a Dask dashboard can only be asked of the local cluster (--dask-scheduler local); the scheduler at "
+                f"{self.address} serves its own (dask scheduler --dashboard-address)."
+            )
+
+
+def _dask_scheduler(value: str | DaskScheduler | None) -> DaskScheduler | None:
+    return value if value is None or isinstance(value, DaskScheduler) else DaskScheduler(value)
+
+
+def _distributed() -> Any:
     try:
-        from dask.distributed import Client, LocalCluster
+        import dask.distributed
     except ImportError:  # pragma: no cover - depends on the installed extras
         raise ValueError("--dask-scheduler needs the 'dask' extra: pip install 'privgame[dask]'.") from None
-    if dask_scheduler == "local":
+    return dask.distributed
+
+
+@contextlib.contextmanager
+def _backend(dask: DaskScheduler, n_jobs: int) -> Iterator[None]:
+    """Point joblib's ``dask`` backend at ``dask``: a local cluster started here for ``"local"``, else a client of
+    the scheduler at its address (which :func:`_check_reachable` has reached already, saying so on stderr)."""
+    distributed = _distributed()
+    if dask.address == "local":
+        print(f"privgame: starting a local Dask cluster of {n_jobs} workers ...", file=sys.stderr)
         with (
-            LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True) as cluster,
-            Client(cluster),
+            distributed.LocalCluster(
+                n_workers=n_jobs,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                worker_dashboard_address=None,
+                # the scheduler always serves a few HTTP routes (health, metrics); bound to 127.0.0.1 here, on a
+                # free port unless the dashboard is asked for (Dask's own default is every interface, port 8787)
+                scheduler_kwargs={
+                    "dashboard": dask.dashboard,
+                    "dashboard_address": "127.0.0.1:8787" if dask.dashboard else "127.0.0.1:0",
+                },
+            ) as cluster,
+            distributed.Client(cluster),
             joblib.parallel_config(backend="dask"),
         ):
+            if dask.dashboard:
+                print(f"privgame: Dask dashboard at {cluster.dashboard_link}", file=sys.stderr)
             yield
-    else:
-        with Client(dask_scheduler), joblib.parallel_config(backend="dask"):
-            yield
+        return
+    with _connect(dask, quiet=True), joblib.parallel_config(backend="dask"):
+        yield
+
+
+def _connect(dask: DaskScheduler, *, quiet: bool = False) -> Any:
+    """A ``distributed.Client`` connected to the scheduler at ``dask.address`` within its timeout, else one line.
+
+    Raises
+    ------
+    ValueError
+        If no scheduler answers in time (refused, unresolvable or silent address).
+    """
+    if not quiet:
+        print(
+            f"privgame: connecting to the Dask scheduler at {dask.address} (timeout {dask.connect_timeout:g} s) ...",
+            file=sys.stderr,
+        )
+    try:
+        client = _distributed().Client(dask.address, timeout=dask.connect_timeout)
+    except OSError as exc:  # dask's "Timed out trying to connect" and refused or unresolvable addresses
+        raise ValueError(
+            f"no Dask scheduler answered at {dask.address} within {dask.connect_timeout:g} s ({exc}); check the "
+            "address, that `dask scheduler` runs there and that its port is reachable (--dask-timeout to wait "
+            "longer)."
+        ) from None
+    if not quiet:
+        workers = len(client.scheduler_info().get("workers", {}))
+        print(
+            f"privgame: connected to {dask.address}: {workers} worker{'s' if workers != 1 else ''}"
+            + ("; trials wait until a worker joins" if workers == 0 else ""),
+            file=sys.stderr,
+        )
+    return client
+
+
+def _check_reachable(dask: DaskScheduler | None) -> None:
+    """Connect once to a remote scheduler before the results directory is made, so a dead address leaves
+    nothing behind (the run connects again when it dispatches trials)."""
+    if dask is not None and dask.address != "local":
+        _connect(dask).close()
+
+
+class TrialsFailed(RuntimeError):
+    """Some trials' code raised; every other trial is stored.  ``privgame run`` exits 1 with this message.
+
+    Attributes
+    ----------
+    root : Path
+        The results directory; each failed trial's error and traceback is in ``root/failures/trial-NNNNNN.json``.
+    failed : list of int
+        The trials that failed in this run.
+    stopped : bool
+        Whether the run stopped at the first failure (``fail_fast``), leaving other trials not run.
+    """
+
+    def __init__(self, root: Path, failed: Sequence[int], attempted: int, *, stopped: bool) -> None:
+        self.root, self.failed, self.stopped = root, sorted(failed), stopped
+        how = "stopped at the first failure (--fail-fast): " if stopped else ""
+        super().__init__(
+            f"{how}{len(self.failed)} of {attempted} trials failed ({describe_trials(self.failed)}); "
+            f"errors and tracebacks in {root / 'failures'}; the other trials are stored, and rerunning "
+            "`privgame run` with the same config retries the failed ones."
+        )
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run: ``finished`` of ``total`` trials are safely stored in ``root``."""
+
+    def __init__(self, root: Path, finished: int, total: int) -> None:
+        super().__init__(f"{finished} of {total} trials are stored in {root}")
+        self.root, self.finished, self.total = root, finished, total
+
+
+_OnResult = Callable[[_Attempt], bool]  # store one attempt; True: stop the run
+#: whether the parent plays trials while the workers start (tests switch it off to give the workers every trial)
+PARENT_PLAYS_WHILE_WORKERS_START = True
+
+
+def _workers(n_jobs: int) -> int:
+    return joblib.cpu_count() if n_jobs == -1 else n_jobs
+
+
+def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult) -> None:
+    for job in jobs:
+        if on_result(_attempt(*job)):
+            return
+
+
+def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnResult) -> None:
+    """Run ``jobs`` on ``n_workers`` loky processes, the parent playing trials itself until one is ready.
+
+    Which process plays a trial never changes its numbers (each trial has its own seed), so this only decides
+    the time: the parent plays the first trials while the workers start (they import the packages: seconds), so
+    an experiment smaller than that is done before they are, and they are then ended unused.  A feeder thread
+    hands trials to the workers as soon as one is ready, so none waits for the parent's trial in progress; every
+    result is stored by the calling thread.
+    """
+    from joblib.externals.loky import get_reusable_executor
+
+    executor = get_reusable_executor(
+        max_workers=n_workers, timeout=300, initializer=_end_with_parent, initargs=(os.getpid(),)
+    )
+    pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
+    queue = deque(jobs)  # the trials neither the parent nor a worker has taken yet
+    lock = threading.Lock()
+    ready, stop = threading.Event(), threading.Event()
+    finished: SimpleQueue[Future[_Attempt] | BaseException | None] = SimpleQueue()  # None: the feeder is done
+
+    def feed() -> None:
+        try:
+            while PARENT_PLAYS_WHILE_WORKERS_START and not any(p.done() for p in pings):
+                if stop.wait(0.05):
+                    return
+            ready.set()
+            in_flight: set[Future[_Attempt]] = set()
+            while not stop.is_set():
+                with lock:
+                    while queue and len(in_flight) < 2 * n_workers:
+                        in_flight.add(executor.submit(_attempt, *queue.popleft()))
+                if not in_flight:
+                    return
+                done, in_flight = wait(in_flight, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in done:
+                    finished.put(future)
+        except BaseException as exc:  # handed to the calling thread, which raises it
+            finished.put(exc)
+        finally:
+            finished.put(None)
+
+    feeder = threading.Thread(target=feed, name="privgame-feeder", daemon=True)
+    feeder.start()
+    clean = False
+    try:
+        while not ready.is_set():
+            with lock:
+                job = queue.popleft() if queue else None
+            if job is None:
+                stop.set()  # the parent played every trial: the workers are not needed
+                break
+            if on_result(_attempt(*job)):
+                return
+        while True:
+            try:
+                item = finished.get(timeout=0.5)
+            except Empty:
+                continue
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            if on_result(item.result()):
+                return
+        clean = True
+    finally:
+        stop.set()
+        if not clean or not ready.is_set():  # workers never needed, or trials to abandon: end them now
+            executor.shutdown(wait=False, kill_workers=True)
+        feeder.join(timeout=10)
+
+
+def _run_dask(jobs: Sequence[tuple[Any, ...]], dask: DaskScheduler, n_workers: int, on_result: _OnResult) -> None:
+    with _backend(dask, n_workers):
+        results = joblib.Parallel(n_jobs=n_workers, return_as="generator_unordered")(
+            joblib.delayed(_attempt)(*job) for job in jobs
+        )
+        try:
+            for attempt in results:
+                if on_result(attempt):
+                    return
+        finally:
+            results.close()  # abandons the tasks not yet done (fail-fast, Ctrl-C)
+
+
+def _jobs(
+    config: ExperimentConfig,
+    pending: Sequence[Trial],
+    epsilons: Sequence[float],
+    cache: ArtefactCache | None,
+    progress_path: Callable[[int], Path] | None,
+) -> list[tuple[Any, ...]]:
+    per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
+    return [
+        (
+            config.grid[t.grid_index],
+            t,
+            config.analysis,
+            epsilons[t.grid_index],
+            cache,
+            progress_path(t.index) if progress_path is not None and per_trial[t.grid_index] else None,
+        )
+        for t in pending
+    ]
 
 
 def run_experiment(
@@ -209,8 +580,9 @@ def run_experiment(
     n_jobs: int = 1,
     force: bool = False,
     progress: bool = True,
-    dask_scheduler: str | None = None,
+    dask_scheduler: str | DaskScheduler | None = None,
     cache: ArtefactCache | None = None,
+    fail_fast: bool = False,
 ) -> ResultsStore:
     """Run (or resume) every trial of ``config`` into the results directory ``out``.
 
@@ -219,20 +591,26 @@ def run_experiment(
     config : ExperimentConfig
         A validated config (:func:`games.config.load_config`).
     out : str or Path
-        Results directory; created if needed, resumed if it holds this config's results.
+        Results directory; created if needed, resumed if it holds this config's results (compared by
+        :attr:`ExperimentConfig.hash`).  Trials already finished are kept; damaged ones (a file missing or not
+        matching its checksum) and failed ones are played again, from their own seeds.
     config_bytes : bytes, default=b""
         The config file as given, copied into ``out``.
     n_jobs : int, default=1
-        Parallel workers (joblib semantics: -1 = all cores).
+        Parallel workers (joblib semantics: -1 = all cores).  Results are identical for any value.
     force : bool, default=False
         Delete results of a different config in ``out`` instead of refusing.
     progress : bool, default=True
         Show a progress bar on stderr.
-    dask_scheduler : str or None, default=None
-        Address of a ``dask.distributed`` scheduler to run on (``"local"`` starts a local cluster).
+    dask_scheduler : str, DaskScheduler or None, default=None
+        A ``dask.distributed`` scheduler to run on: its address (``"local"`` starts a local cluster), or a
+        :class:`DaskScheduler` that also sets the connect timeout and the local dashboard.  Results are identical
+        to a local run's; a worker lost in the middle of the run only makes its trials run again elsewhere.
     cache : ArtefactCache or None, default=None
         The artefact cache lent to every trial (generator runs, shadow tables); ``None``: nothing is cached.
         Cached artefacts equal recomputed ones, so it never changes a number, only the time.
+    fail_fast : bool, default=False
+        Stop at the first trial that fails instead of running the others.
 
     Returns
     -------
@@ -242,11 +620,26 @@ def run_experiment(
     ------
     games.store.StoreError
         If ``out`` holds another config's results and ``force`` is false.
+    TrialsFailed
+        After the run, if some trials' code raised (their errors are in ``out/failures/``; the rest is stored).
+    RunInterrupted
+        On Ctrl-C (a ``KeyboardInterrupt``), once the workers are stopped; every finished trial is stored.
     """
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}.")
+    dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
+    _check_reachable(dask)
     epsilons = [analytic_epsilon(point, config.analysis.delta) for point in config.grid]
     store = ResultsStore.open_for_run(out, _manifest(config, epsilons), config_bytes, force=force)
+    damaged = store.damaged()
+    if damaged:
+        first = min(damaged)
+        print(
+            f"privgame: {len(damaged)} damaged trial{'s' if len(damaged) > 1 else ''} in {store.root} "
+            f"({describe_trials(set(damaged))}; trial {first}: {damaged[first]}) will be run again.",
+            file=sys.stderr,
+        )
+        store.discard(sorted(damaged))
     done = store.done()
     pending = [t for t in plan_trials(config) if t.index not in done]
     bar = tqdm(
@@ -259,23 +652,159 @@ def run_experiment(
     )
     per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
     runs_bar = _RunsBar(store, per_trial, pending, progress)
-    with bar, runs_bar, _backend(dask_scheduler, n_jobs if n_jobs > 0 else joblib.cpu_count()):
-        if pending:
-            jobs = (
-                joblib.delayed(_run_trial)(
-                    config.grid[t.grid_index],
-                    t,
-                    config.analysis,
-                    epsilons[t.grid_index],
-                    cache,
-                    store.progress_path(t.index) if per_trial[t.grid_index] else None,
-                )
-                for t in pending
-            )
-            parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
-            for index, row, outcome, records in parallel(jobs):
-                store.write_trial(index, row, outcome, records)
-                runs_bar.finish(index)
-                bar.update(1)
+    failed: list[int] = []
+
+    def on_result(attempt: _Attempt) -> bool:
+        if attempt.failure is None:
+            assert attempt.row is not None and attempt.outcome is not None  # set together by _attempt
+            store.write_trial(attempt.index, attempt.row, attempt.outcome, attempt.records)
+        else:
+            path = store.write_failure(attempt.index, attempt.failure)
+            failed.append(attempt.index)
+            tqdm.write(f"privgame: trial {attempt.index} failed: {attempt.failure['error']} ({path})", file=sys.stderr)
+            bar.set_postfix(failed=len(failed))
+        runs_bar.finish(attempt.index)
+        bar.update(1)
+        return fail_fast and attempt.failure is not None
+
+    jobs = _jobs(config, pending, epsilons, cache, store.progress_path)
+    workers = _workers(n_jobs)
+    try:
+        with bar, runs_bar:
+            if dask is not None:
+                if jobs:
+                    _run_dask(jobs, dask, workers, on_result)
+            elif workers == 1 or len(jobs) <= 1:
+                _run_in_parent(jobs, on_result)
+            else:
+                _run_local(jobs, workers, on_result)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            store.write_results()
+        raise RunInterrupted(store.root, len(store.done()), config.n_trials) from None
     store.write_results()
+    if failed:
+        raise TrialsFailed(store.root, failed, len(pending), stopped=fail_fast)
     return store
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What ``privgame run --dry-run`` reports: the plan, what is already done, and the estimates.
+
+    Attributes
+    ----------
+    grid : list of dict
+        Each grid point's swept values, in grid order.
+    n_trials : int
+    finished, damaged, failed : int
+        Trials of ``out`` finished, damaged (to be run again) and failed (to be retried).
+    refusal : str or None
+        Why a run into ``out`` would be refused (another config's results), or ``None``.
+    seconds_per_trial : float or None
+        Estimated compute time of one trial (``None`` when nothing is left to run and none is finished).
+    seconds_source : str
+        Where the estimate comes from: finished trials' ``seconds``, or one trial timed here and not stored.
+    trial_bytes : list of int or None
+        The config's memory estimate of one trial per grid point (:func:`games.resources.trial_bytes`).
+    peak_rss_bytes : int or None
+        This process's peak resident memory after the timed trial (``None`` when no trial was timed).
+    timing_error : str or None, default=None
+        The error of the timed trial, when its code raised (a real run would record it in ``failures/``).
+    """
+
+    grid: list[dict[str, Any]]
+    n_trials: int
+    finished: int
+    damaged: int
+    failed: int
+    refusal: str | None
+    seconds_per_trial: float | None
+    seconds_source: str
+    trial_bytes: list[int] | None
+    peak_rss_bytes: int | None
+    timing_error: str | None = None
+
+
+def _peak_rss_bytes() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # Linux reports KiB
+
+
+def dry_run(
+    config: ExperimentConfig,
+    out: str | Path,
+    *,
+    announce: Callable[[str], None] | None = None,
+) -> DryRun:
+    """Plan a run of ``config`` into ``out`` without running it: nothing in ``out`` is created or changed.
+
+    The time per trial is the median ``seconds`` of the trials already finished in ``out``, or else one pending
+    trial is played here, timed and thrown away (without the artefact cache, so it is an upper bound for runs
+    that hit the cache).
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+    out : str or Path
+    announce : callable or None, default=None
+        Called with a line before a trial is timed (it may take a while).
+
+    Returns
+    -------
+    DryRun
+    """
+    root = Path(out)
+    finished: set[int] = set()
+    damaged = failed = 0
+    refusal = None
+    seconds = None
+    source = "nothing to time"
+    timing_error = None
+    if (root / "manifest.json").is_file():
+        store = ResultsStore(root)
+        epsilons = [analytic_epsilon(point, config.analysis.delta) for point in config.grid]
+        try:
+            store.check_same_experiment(_manifest(config, epsilons))
+        except StoreError as exc:
+            refusal = str(exc)
+        else:
+            scan = store.scan()
+            finished, damaged, failed = scan.finished, len(scan.damaged), len(scan.failures)
+            if not scan.rows.empty and "seconds" in scan.rows:
+                seconds = float(np.median(scan.rows["seconds"].to_numpy(dtype=float)))
+                source = f"median of the {len(scan.rows)} finished trials"
+    elif root.exists() and not root.is_dir():
+        refusal = f"--out {str(root)!r} exists and is not a directory."
+    pending = [t for t in plan_trials(config) if t.index not in finished]
+    peak = None
+    if seconds is None and pending:
+        trial = pending[0]
+        if announce is not None:
+            announce(f"timing trial {trial.index} (grid point {trial.grid_index}; not stored) ...")
+        point = config.grid[trial.grid_index]
+        attempt = _attempt(point, trial, config.analysis, analytic_epsilon(point, config.analysis.delta))
+        if attempt.failure is not None:
+            timing_error = f"trial {trial.index} failed: {attempt.failure['error']}"
+        else:
+            assert attempt.row is not None  # set with the outcome by _attempt
+            seconds = float(attempt.row["seconds"])
+            source = f"trial {trial.index}, timed here and not stored"
+        peak = _peak_rss_bytes()
+    estimate: list[int] | None = None
+    with contextlib.suppress(ImportError, AttributeError):
+        trial_bytes = importlib.import_module("games.resources").trial_bytes
+        estimate = [int(trial_bytes(point)) for point in config.grid]
+    return DryRun(
+        grid=[{k: _cell(v) for k, v in p.params.items()} for p in config.grid],
+        n_trials=config.n_trials,
+        finished=len(finished),
+        damaged=damaged,
+        failed=failed,
+        refusal=refusal,
+        seconds_per_trial=seconds,
+        seconds_source=source,
+        trial_bytes=estimate,
+        peak_rss_bytes=peak,
+        timing_error=timing_error,
+    )

@@ -1,7 +1,10 @@
-"""The runner: reproducibility across workers and seeds, resumption after SIGKILL, refusing another config."""
+"""The runner: reproducibility across workers and seeds, resumption after SIGKILL, refusing another config,
+failing trials, orphan-free kills, Ctrl-C and the dry run."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import signal
 import subprocess
@@ -13,9 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from games import runner
 from games.cli import main
 from games.config import load_config
-from games.runner import plan_trials, run_experiment
+from games.registry import MECHANISMS
+from games.runner import TrialsFailed, plan_trials, run_experiment
 from games.store import ResultsStore, StoreError
 
 
@@ -159,3 +164,258 @@ def test_dask_backend_gives_identical_results(write_config, tmp_path):
     config = load_config(path)
     via_dask = run_experiment(config, tmp_path / "dask", n_jobs=2, progress=False, dask_scheduler="local")
     _assert_same(via_dask, _run(path, tmp_path / "loky", 1))
+
+
+# -- failing trials ----------------------------------------------------------------------------------------
+PLUGINS = Path(__file__).parent / "plugins"
+sys.path.insert(0, str(PLUGINS))  # the faulty_mechanisms plugin, for this process and the workers it starts
+
+
+@pytest.fixture(autouse=True)
+def _forget_faulty_plugin():
+    """Unregister the plugin mechanism after each test, so other tests see the registry as it ships."""
+    yield
+    sys.modules.pop("faulty_mechanisms", None)
+    if "test-faulty" in MECHANISMS:
+        MECHANISMS.unregister("test-faulty")
+
+
+def _faulty(write_config, name: str = "faulty", repetitions: int = 4, **mechanism) -> Path:
+    """Two grid points × ``repetitions`` of the ``test-faulty`` plugin mechanism (see its module)."""
+    return write_config(
+        {
+            "experiment": {"plugins": ["faulty_mechanisms"], "repetitions": repetitions},
+            "mechanism": {"name": "test-faulty", **mechanism},
+        },
+        name=name,
+    )
+
+
+def _failure_files(out: Path) -> dict[int, dict]:
+    return {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in (out / "failures").glob("trial-*.json")}
+
+
+def test_failing_trials_are_recorded_the_run_goes_on_and_resume_retries(write_config, tmp_path, capsys):
+    flag = tmp_path / "faults-on"
+    flag.touch()
+    path = _faulty(write_config, fail=0.3, exit=0.3, only_if=str(flag))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    failures = _failure_files(out)
+    failed = sorted(failures)
+    assert 0 < len(failed) < 8
+    summary = err[-1]
+    assert summary.startswith(f"privgame: {len(failed)} of 8 trials failed (trials {', '.join(map(str, failed))})")
+    assert f"tracebacks in {out / 'failures'}" in summary and "retries the failed ones" in summary
+    kinds = {info["error"].split(":")[0] for info in failures.values()}
+    assert kinds == {"RuntimeError", "SystemExit"}  # a raise and a sys.exit(3), both caught as failures
+    for trial, info in failures.items():
+        assert info["trial"] == trial and info["grid_point"] == trial // 4 and info["repetition"] == trial % 4
+        assert info["params"] == {"mechanism.epsilon": [1.0, 2.0][trial // 4]}
+        assert "faulty_mechanisms.py" in info["traceback"] and "release" in info["traceback"]
+    store = ResultsStore(out)
+    assert store.done() == set(range(8)) - set(failed)  # the other trials are stored
+    assert set(store.failures()) == set(failed)
+    # report: a failed column per grid point, and one line saying where the tracebacks are
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    captured = capsys.readouterr()
+    table = pd.read_csv(io.StringIO(captured.out))
+    assert table["failed"].tolist() == [sum(t < 4 for t in failed), sum(t >= 4 for t in failed)]
+    assert f"{len(failed)} trial{'s' if len(failed) > 1 else ''} failed" in captured.err
+    # resume retries the failed trials (their faults now off): the results equal a run that never failed
+    flag.unlink()
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 0
+    assert ResultsStore(out).done() == set(range(8)) and not _failure_files(out)
+    clean = _faulty(write_config, name="clean", fail=0.3, exit=0.3, only_if=str(flag))
+    _assert_same(ResultsStore(out), _run(clean, tmp_path / "never-failed"))
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    assert "failed" not in capsys.readouterr().out
+
+
+def test_sys_exit_in_a_trial_is_a_failure_not_a_silent_exit_0(write_config, tmp_path, capsys):
+    path = _faulty(write_config, repetitions=1, exit=1.0)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 1
+    assert "2 of 2 trials failed" in capsys.readouterr().err
+    assert {info["error"] for info in _failure_files(out).values()} == {
+        "SystemExit: the trial's code called sys.exit(3)"
+    }
+
+
+def test_fail_fast_stops_at_the_first_failure(write_config, tmp_path, capsys):
+    path = _faulty(write_config, fail=0.5)
+    out = tmp_path / "out"
+    with pytest.raises(TrialsFailed) as info:
+        _run(path, tmp_path / "all")
+    first = min(info.value.failed)
+    assert main(["run", str(path), "--out", str(out), "--no-progress", "--fail-fast"]) == 1
+    err = capsys.readouterr().err
+    assert f"stopped at the first failure (--fail-fast): 1 of {8} trials failed (trial {first})" in err
+    assert sorted(_failure_files(out)) == [first]
+    assert ResultsStore(out).done() == set(range(first))  # in the parent, trials run in order
+
+
+def test_workers_play_the_trials_with_the_parents_results(write_config, tmp_path, monkeypatch):
+    """With the parent kept from playing, every trial runs in a worker: same rows, arrays and failures."""
+    log = tmp_path / "pids"
+    path = _faulty(write_config, fail=0.3, log=str(log))
+    with pytest.raises(TrialsFailed) as in_parent:
+        _run(path, tmp_path / "one", n_jobs=1)
+    assert set(log.read_text().split()) == {str(os.getpid())}
+    log.unlink()
+    monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)
+    with pytest.raises(TrialsFailed) as in_workers:
+        _run(path, tmp_path / "two", n_jobs=2)
+    pids = set(log.read_text().split())
+    assert pids and str(os.getpid()) not in pids
+    assert in_workers.value.failed == in_parent.value.failed
+    _assert_same(ResultsStore(tmp_path / "one"), ResultsStore(tmp_path / "two"))
+    for trial, info in _failure_files(tmp_path / "two").items():
+        assert info["error"] == _failure_files(tmp_path / "one")[trial]["error"]
+
+
+def test_parent_plays_a_small_run_without_waiting_for_workers(write_config, tmp_path):
+    from joblib.externals.loky import get_reusable_executor
+
+    # end any worker an earlier test left ready, so this run's workers start from nothing (a second or more)
+    get_reusable_executor(max_workers=1).shutdown(wait=True, kill_workers=True)
+    log = tmp_path / "pids"
+    path = _faulty(write_config, log=str(log))
+    start = time.perf_counter()
+    store = _run(path, tmp_path / "out", n_jobs=2)
+    assert store.done() == set(range(8))
+    assert set(log.read_text().split()) == {str(os.getpid())}, "the parent should have played all 8 quick trials"
+    assert time.perf_counter() - start < 30
+
+
+# -- kills and Ctrl-C --------------------------------------------------------------------------------------
+def _children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    return children
+
+
+def _descendants(pid: int) -> set[int]:
+    children, found, todo = _children(), set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+def _start_slow_run(write_config, tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path, set[int]]:
+    """``privgame run --n-jobs 2`` of 2-second trials in a subprocess, returned once a worker plays one, with the
+    processes it has started then."""
+    log = tmp_path / "pids"
+    path = _faulty(write_config, name="slow", repetitions=10, sleep=2.0, log=str(log))
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "games.cli", "run", str(path), "--out", str(out), "--n-jobs", "2", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and set(log.read_text().split()) - {str(proc.pid)}:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before its workers played a trial"
+    descendants = _descendants(proc.pid)
+    assert len(descendants) >= 2, descendants  # two workers at least (and loky's resource trackers)
+    return proc, path, out, descendants
+
+
+def _wait_gone(pids: set[int], seconds: float) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = {p for p in pids if _alive(p)}
+        if not left:
+            return left
+        time.sleep(0.1)
+    return {p for p in pids if _alive(p)}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes through /proc")
+def test_sigkill_of_the_parent_leaves_no_process_behind(write_config, tmp_path):
+    proc, _, _, descendants = _start_slow_run(write_config, tmp_path)
+    proc.kill()
+    proc.wait()
+    assert _wait_gone(descendants, 5.0) == set(), "workers or trackers outlived the killed run"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes through /proc")
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(write_config, tmp_path):
+    proc, path, out, descendants = _start_slow_run(write_config, tmp_path)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    stored = len(ResultsStore(out).done())
+    assert 0 < stored < 20
+    line = err.strip().splitlines()[-1]
+    assert line == (
+        f"privgame: interrupted: {stored} of 20 trials are safely stored in {out}; "
+        f"resume with: privgame run {path} --out {out} --n-jobs 2 --no-progress"
+    )
+    assert "Traceback" not in err
+    assert _wait_gone(descendants, 5.0) == set()
+    assert not list(out.rglob("*.tmp"))
+
+
+# -- dry run -----------------------------------------------------------------------------------------------
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def test_dry_run_prints_the_plan_and_creates_nothing(write_config, tmp_path, capsys):
+    out = tmp_path / "out"
+    path = write_config()
+    assert main(["run", str(path), "--out", str(out), "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == "small: 2 grid points"
+    assert lines[1].startswith("  0: mechanism.epsilon = 1.0") and lines[2].startswith("  1: mechanism.epsilon = 2.0")
+    assert f"trials: 6 (3 per grid point); in {out}: 0 done, 6 to run" in lines
+    assert any(line.startswith("time: about ") and "(trial 0, timed here and not stored)" in line for line in lines)
+    assert any(line.startswith("memory: ") for line in lines)
+    assert "timing trial 0" in captured.err
+    assert not out.exists()
+
+
+def test_dry_run_on_a_partly_done_directory_changes_nothing(write_config, tmp_path, capsys):
+    out = tmp_path / "out"
+    path = write_config()
+    _run(path, out)
+    (out / "trials" / "trial-000005.parquet").unlink()
+    (out / "raw" / "trial-000001.npz").write_bytes(b"PK")
+    before = _snapshot(out)
+    capsys.readouterr()
+    assert main(["run", str(path), "--out", str(out), "--dry-run", "--n-jobs", "2"]) == 0
+    text = capsys.readouterr().out
+    assert f"in {out}: 4 done, 2 to run (1 damaged, run again)" in text
+    assert "(median of the 4 finished trials); about" in text and "for the 2 left on 2 workers" in text
+    assert _snapshot(out) == before
+    other = write_config({"experiment": {"seed": 8}}, name="other")
+    assert main(["run", str(other), "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "note: a run would be refused" in text and "experiment.seed: 7 → 8" in text
+    assert _snapshot(out) == before
+
+
+def test_dry_run_reports_a_failing_trial(write_config, tmp_path, capsys):
+    path = _faulty(write_config, repetitions=1, fail=1.0)
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run"]) == 1
+    assert "the timed trial failed: trial 0 failed: RuntimeError: deliberate failure" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,61 @@
+"""A config plugin with a mechanism that fails on purpose, for the runner's failure, kill and interrupt tests.
+
+``test-faulty`` is randomized response on the canary bits that first draws one uniform number from its stream:
+below ``fail`` it raises, below ``fail + exit`` it calls ``sys.exit(3)`` (what a careless plugin does), so
+which trials fail is fixed by their seeds.  ``only_if`` names a file: the faults happen only while it exists,
+so a test can make a run fail and its resume succeed.  ``sleep`` makes each trial last that long, and ``log``
+appends the playing process's id to a file, so a test can tell which processes played trials.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from games.registry import MECHANISMS
+from mechanisms._base import Mechanism
+
+
+@dataclass(frozen=True, slots=True)
+class Faulty(Mechanism):
+    """Randomized response (ε = ``epsilon``) that raises or exits on the seeds whose first draw says so."""
+
+    name: ClassVar[str] = "test-faulty"
+    input_kind: ClassVar[str] = "canary-bits"
+    release_kind: ClassVar[str] = "per-canary-values"
+
+    epsilon: float = 1.0
+    fail: float = 0.0
+    exit: float = 0.0
+    only_if: str = ""
+    sleep: float = 0.0
+    log: str = ""
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> NDArray[np.float64]:
+        draw = rng.random()
+        if self.log:
+            with open(self.log, "a") as fh:
+                fh.write(f"{os.getpid()}\n")
+        if self.sleep:
+            time.sleep(self.sleep)
+        armed = not self.only_if or os.path.exists(self.only_if)
+        if armed and draw < self.fail:
+            raise RuntimeError(f"deliberate failure (draw {draw:.3f} < fail {self.fail})")
+        if armed and draw < self.fail + self.exit:
+            sys.exit(3)
+        bits = np.asarray(data, dtype=bool)
+        flip = rng.random(bits.shape[0]) < 1.0 / (1.0 + np.exp(self.epsilon))
+        return (bits ^ flip).astype(np.float64)
+
+    def privacy_claim(self) -> None:
+        return None
+
+
+if Faulty.name not in MECHANISMS:
+    MECHANISMS.register(Faulty)
