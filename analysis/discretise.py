@@ -346,14 +346,16 @@ def public_ranges(ranges: Mapping[str, tuple[float, float]] | Iterable[tuple[str
     out: dict[str, tuple[float, float]] = {}
     for item in items:
         if len(item) != 3 or not isinstance(item[0], str):
-            raise TypeError(f"each range must be (column, low, high) with a str column, got {item!r}.")
+            raise TypeError(f"ranges: each range must be (column, low, high) with a str column, got {item!r}.")
         column, low, high = item
         for bound in (low, high):
             if isinstance(bound, bool) or not isinstance(bound, numbers.Real):
-                raise TypeError(f"the bounds of column {column!r} must be real numbers, got {bound!r}.")
+                raise TypeError(f"ranges: the bounds of column {column!r} must be real numbers, got {bound!r}.")
         lo, hi = float(low), float(high)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ValueError(f"the range of column {column!r} must have finite low < high, got ({low!r}, {high!r}).")
+            raise ValueError(
+                f"ranges: the range of column {column!r} must have finite low < high, got ({low!r}, {high!r})."
+            )
         if column in out:
             raise ValueError(f"ranges must name each column once, got {column!r} twice.")
         out[column] = (lo, hi)
@@ -416,7 +418,7 @@ def public_bins(
     out: dict[str, BinSpec] = {}
     for item in items:
         if len(item) != 2 or not isinstance(item[0], str):
-            raise TypeError(f"each entry of bins must be (column, spec) with a str column, got {item!r}.")
+            raise TypeError(f"bins: each entry must be (column, spec) with a str column, got {item!r}.")
         column, spec = item
         if column in out:
             raise ValueError(f"bins must name each column once, got {column!r} twice.")
@@ -439,14 +441,14 @@ def _check_spec(column: str, spec: Any) -> BinSpec:
         raise TypeError(f"bins of column {column!r} must be {INTEGERS!r} or a sequence of edges, got {spec!r}.")
     for edge in spec:
         if isinstance(edge, bool | np.bool_) or not isinstance(edge, numbers.Real):
-            raise TypeError(f"edges of column {column!r} must be real numbers, got {edge!r}.")
+            raise TypeError(f"bins: edges of column {column!r} must be real numbers, got {edge!r}.")
     edges = tuple(float(edge) for edge in spec)
     if not edges or not all(math.isfinite(edge) for edge in edges):
-        raise ValueError(f"edges of column {column!r} must be one or more finite numbers, got {spec!r}.")
+        raise ValueError(f"bins: edges of column {column!r} must be one or more finite numbers, got {spec!r}.")
     if any(b < a for a, b in itertools.pairwise(edges)):
-        raise ValueError(f"edges of column {column!r} must be sorted (non-decreasing), got {spec!r}.")
+        raise ValueError(f"bins: edges of column {column!r} must be sorted (non-decreasing), got {spec!r}.")
     if any(a == c for a, c in zip(edges, edges[2:], strict=False)):
-        raise ValueError(f"edges of column {column!r} must repeat no value more than twice, got {spec!r}.")
+        raise ValueError(f"bins: edges of column {column!r} must repeat no value more than twice, got {spec!r}.")
     return edges
 
 
@@ -460,7 +462,9 @@ def _check_spec_in_range(column: str, spec: BinSpec, low: float, high: float) ->
             )
         return
     if not (low <= spec[0] and spec[-1] <= high):
-        raise ValueError(f"edges of column {column!r} must lie in its public range [{low!r}, {high!r}], got {spec!r}.")
+        raise ValueError(
+            f"bins: edges of column {column!r} must lie in its public range [{low!r}, {high!r}], got {spec!r}."
+        )
 
 
 def _spec_column_bins(name: str, dtype: np.dtype[Any], spec: BinSpec, low: float, high: float) -> ColumnBins:

@@ -67,7 +67,8 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping
+import typing
+from collections.abc import Hashable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -145,8 +146,9 @@ class Synthpop(Mechanism):
 
     n_rows: int | None = None
     visit_sequence: tuple[str, ...] | None = None
-    predictor_matrix: tuple[tuple[str, tuple[str, ...]], ...] | None = None
-    methods: tuple[tuple[str, str], ...] | None = None
+    # a mapping is accepted too (what a TOML table gives), and normalised to the sorted pairs
+    predictor_matrix: tuple[tuple[str, tuple[str, ...]], ...] | Mapping[str, tuple[str, ...]] | None = None
+    methods: tuple[tuple[str, str], ...] | Mapping[str, str] | None = None
     minbucket: int = 5
     minsplit: int | None = None
     cp: float = 1e-8
@@ -240,7 +242,8 @@ class Synthpop(Mechanism):
                 )
         rank = {c: i for i, c in enumerate(visit)}
         predictors_of = {c: list(visit[: rank[c]]) for c in visit}
-        for column, preds in self.predictor_matrix or ():
+        matrix = typing.cast(tuple[tuple[str, tuple[str, ...]], ...], self.predictor_matrix or ())  # pairs by now
+        for column, preds in matrix:
             if column not in known:
                 raise ValueError(f"predictor_matrix names a column that is not in the data: {column!r}.")
             unknown = [p for p in preds if p not in known]
@@ -253,7 +256,7 @@ class Synthpop(Mechanism):
                 )
             predictors_of[column] = list(preds)
         method_of = {c: "cart" for c in visit}
-        for column, method in self.methods or ():
+        for column, method in typing.cast(tuple[tuple[str, str], ...], self.methods or ()):
             if column not in known:
                 raise ValueError(f"methods names a column that is not in the data: {column!r}.")
             method_of[column] = method
@@ -559,12 +562,12 @@ def bw_sj(x: NDArray[np.float64], nb: int = 1000) -> float:
 # argument checks
 # ---------------------------------------------------------------------------------------------------------------
 def _name_tuple(name: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+    if isinstance(value, str | bytes | Mapping | Set) or not isinstance(value, Iterable):  # ordered names only
         raise TypeError(f"{name} must be a tuple of column names, got {value!r}.")
     names = tuple(value)
     for item in names:
-        if not isinstance(item, Hashable):
-            raise TypeError(f"{name} must hold column names, got {item!r}.")
+        if not isinstance(item, str):
+            raise TypeError(f"{name} must hold column names (strings), got {item!r}.")
     if len(set(names)) != len(names):
         raise ValueError(f"{name} must not repeat a column, got {names!r}.")
     return names
@@ -582,6 +585,9 @@ def _pairs(name: str, value: Any) -> list[tuple[Any, Any]]:
                 raise TypeError(f"{name} must hold (column, value) pairs, got {pair!r}.")
             items.append((pair[0], pair[1]))
     columns = [c for c, _ in items]
+    for column in columns:
+        if not isinstance(column, str):
+            raise TypeError(f"{name} must name columns by strings, got {column!r}.")
     if len(set(columns)) != len(columns):
         raise ValueError(f"{name} must list each column once, got {columns!r}.")
     return sorted(items, key=lambda item: str(item[0]))

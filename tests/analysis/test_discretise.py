@@ -234,8 +234,9 @@ def test_quantile_bins_take_given_bins_over_the_data_range() -> None:
     ],
 )
 def test_bad_bins_are_refused(bins: object, error: type[Exception], message: str) -> None:
-    with pytest.raises(error, match=message):
+    with pytest.raises(error, match=message) as info:
         public_bins(bins)  # type: ignore[arg-type]
+    assert str(info.value).startswith("bins")  # names the parameter (a mechanism's error passes it on)
     with pytest.raises(error, match=message):
         fixed_bins(_gains(), GAIN_RANGES, 5, bins)  # type: ignore[arg-type]
 
@@ -462,8 +463,9 @@ def test_numeric_column_without_public_range_is_refused() -> None:
     ],
 )
 def test_bad_ranges_are_refused(ranges: object, error: type[Exception], message: str) -> None:
-    with pytest.raises(error, match=message):
+    with pytest.raises(error, match=message) as info:
         public_ranges(ranges)  # type: ignore[arg-type]
+    assert str(info.value).startswith("ranges")  # names the parameter (a mechanism's error passes it on)
 
 
 def test_integer_range_without_an_integer_is_refused() -> None:

@@ -667,6 +667,13 @@ def test_mechanism_is_hashable_picklable_and_claims_nothing() -> None:
         ({"cp": float("nan")}, ValueError, "cp"),
         ({"smoothing": "spline"}, ValueError, "smoothing"),
         ({"visit_sequence": "abc"}, TypeError, "visit_sequence"),
+        ({"visit_sequence": {"a": 0}}, TypeError, "visit_sequence must be a tuple of column names"),  # a TOML table
+        ({"visit_sequence": {"a", "b"}}, TypeError, "visit_sequence"),  # unordered
+        ({"visit_sequence": ("a", False)}, TypeError, r"visit_sequence must hold column names \(strings\)"),
+        ({"visit_sequence": ("a", 0)}, TypeError, "visit_sequence must hold column names"),
+        ({"methods": ((0, "cart"),)}, TypeError, "methods must name columns by strings, got 0"),
+        ({"visit_sequence": ("a", 1.5)}, TypeError, "visit_sequence must hold column names"),
+        ({"predictor_matrix": {"b": {"a": 1}}}, TypeError, r"predictor_matrix\['b'\]"),
         ({"visit_sequence": ("a", "a")}, ValueError, "repeat"),
         ({"visit_sequence": ()}, ValueError, "at least one"),
         ({"predictor_matrix": {"a": ("a",)}}, ValueError, "itself"),
