@@ -77,6 +77,12 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -
         )
     rows = store.rows()
     if rows.empty:
+        failures = store.failures()
+        if failures:
+            raise StoreError(
+                f"{root!r} holds no finished trial: {len(failures)} failed (tracebacks in "
+                f"{store.root / 'failures'}); fix the cause and rerun `privgame run` with the same config."
+            )
         raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
     name = str(manifest.get("name") or _table(config.get("experiment")).get("name", ""))
     return _Stored(store, manifest, name, swept, analysis, games, rows)

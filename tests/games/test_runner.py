@@ -241,6 +241,8 @@ def test_sys_exit_in_a_trial_is_a_failure_not_a_silent_exit_0(write_config, tmp_
     assert {info["error"] for info in _failure_files(out).values()} == {
         "SystemExit: the trial's code called sys.exit(3)"
     }
+    assert main(["report", str(out)]) == 2
+    assert "holds no finished trial: 2 failed (tracebacks in" in capsys.readouterr().err
 
 
 def test_fail_fast_stops_at_the_first_failure(write_config, tmp_path, capsys):
