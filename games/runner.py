@@ -2,9 +2,9 @@
 
 Seeding: trial j of grid point g gets ``SeedSequence(seed).spawn(n_grid)[g].spawn(repetitions)[j]``, spawned in
 the parent in trial order, so results are identical for any ``n_jobs`` and backend, and a trial's numbers depend
-only on (seed, g, j).  Trials run in the parent (``n_jobs=1``), in loky worker processes on one machine, or through
-joblib's ``dask`` backend on a ``dask.distributed`` cluster; they come back as they finish and are written at
-once, so an interrupted run loses at most the trials in flight and resumes where it stopped.
+only on (seed, g, j).  Trials run in the parent (``n_jobs=1``), in loky worker processes on one machine, or on
+the workers of a ``dask.distributed`` cluster (:class:`DaskScheduler`); they come back as they finish and are
+written at once, so an interrupted run loses at most the trials in flight and resumes where it stopped.
 
 With workers, the parent plays trials itself while the workers start (they import the packages, seconds), and
 hands the rest to them once one is ready: an experiment smaller than the workers' start-up finishes in the
@@ -351,9 +351,9 @@ def _distributed() -> Any:
 
 
 @contextlib.contextmanager
-def _backend(dask: DaskScheduler, n_jobs: int) -> Iterator[None]:
-    """Point joblib's ``dask`` backend at ``dask``: a local cluster started here for ``"local"``, else a client of
-    the scheduler at its address (which :func:`_check_reachable` has reached already, saying so on stderr)."""
+def _backend(dask: DaskScheduler, n_jobs: int) -> Iterator[Any]:
+    """A ``distributed.Client`` of ``dask``: of a local cluster started here for ``"local"``, else of the scheduler
+    at its address (which :func:`_check_reachable` has reached already, saying so on stderr)."""
     distributed = _distributed()
     if dask.address == "local":
         print(f"privgame: starting a local Dask cluster of {n_jobs} workers ...", file=sys.stderr)
@@ -371,15 +371,14 @@ def _backend(dask: DaskScheduler, n_jobs: int) -> Iterator[None]:
                     "dashboard_address": "127.0.0.1:8787" if dask.dashboard else "127.0.0.1:0",
                 },
             ) as cluster,
-            distributed.Client(cluster),
-            joblib.parallel_config(backend="dask"),
+            distributed.Client(cluster) as client,
         ):
             if dask.dashboard:
                 print(f"privgame: Dask dashboard at {cluster.dashboard_link}", file=sys.stderr)
-            yield
+            yield client
         return
-    with _connect(dask, quiet=True), joblib.parallel_config(backend="dask"):
-        yield
+    with _connect(dask, quiet=True) as client:
+        yield client
 
 
 def _connect(dask: DaskScheduler, *, quiet: bool = False) -> Any:
@@ -403,19 +402,26 @@ def _connect(dask: DaskScheduler, *, quiet: bool = False) -> Any:
             "address, that `dask scheduler` runs there and that its port is reachable (--dask-timeout to wait "
             "longer)."
         ) from None
+    workers = len(client.scheduler_info().get("workers", {}))
     if not quiet:
-        workers = len(client.scheduler_info().get("workers", {}))
-        print(
-            f"privgame: connected to {dask.address}: {workers} worker{'s' if workers != 1 else ''}"
-            + ("; trials wait until a worker joins" if workers == 0 else ""),
-            file=sys.stderr,
-        )
+        print(f"privgame: connected to {dask.address}: {workers} worker{'s' if workers != 1 else ''}", file=sys.stderr)
+    if workers == 0:  # joblib would give up after 10 s; a batch queue may take hours to start the workers
+        if not quiet:
+            print(
+                "privgame: no worker has joined the scheduler yet; waiting for one (Ctrl-C to stop) ...",
+                file=sys.stderr,
+            )
+        try:
+            client.wait_for_workers(1)
+        except BaseException:
+            client.close()
+            raise
     return client
 
 
 def _check_reachable(dask: DaskScheduler | None) -> None:
     """Connect once to a remote scheduler before the results directory is made, so a dead address leaves
-    nothing behind (the run connects again when it dispatches trials)."""
+    nothing behind, and wait there for a first worker (the run connects again when it dispatches trials)."""
     if dask is not None and dask.address != "local":
         _connect(dask).close()
 
@@ -539,16 +545,28 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
 
 
 def _run_dask(jobs: Sequence[tuple[Any, ...]], dask: DaskScheduler, n_workers: int, on_result: _OnResult) -> None:
-    with _backend(dask, n_workers):
-        results = joblib.Parallel(n_jobs=n_workers, return_as="generator_unordered")(
-            joblib.delayed(_attempt)(*job) for job in jobs
-        )
+    """Submit every trial to the Dask scheduler at once and store each as it finishes.
+
+    Straight through ``distributed`` rather than joblib's ``dask`` backend, which runs every trial in the client
+    when the cluster has a single thread and keeps only twice the threads present at the start in flight (so
+    workers joining later, as batch jobs do, would get nothing).  A worker lost mid-trial makes the scheduler
+    run that trial again on another worker; the trial's own seed gives the same result.
+    """
+    import uuid
+
+    with _backend(dask, n_workers) as client:
+        run = uuid.uuid4().hex[:8]
+        futures = [
+            client.submit(_attempt, *job, key=f"privgame-trial-{job[1].index:06d}-{run}", pure=False) for job in jobs
+        ]
         try:
-            for attempt in results:
+            for future in _distributed().as_completed(futures):
+                attempt = future.result()
+                future.release()
                 if on_result(attempt):
                     return
         finally:
-            results.close()  # abandons the tasks not yet done (fail-fast, Ctrl-C)
+            client.cancel(futures)  # abandons the trials not yet done (fail-fast, Ctrl-C)
 
 
 def _jobs(
