@@ -14,20 +14,26 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import dp_accounting
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
-from scipy import special
+from scipy import optimize, special
 
 from analysis._checks import check_delta, check_int, check_real
+
+if TYPE_CHECKING:
+    from analysis.cache import ArtefactCache
 
 __all__ = [
     "NeighbouringRelation",
     "PrivacyClaim",
+    "balle_wang_epsilon",
     "dpsgd_claim",
     "dpsgd_epsilon",
     "dpsgd_noise_multiplier",
@@ -38,6 +44,7 @@ __all__ = [
     "pure_composition_epsilon",
     "randomized_response_claim",
     "randomized_response_epsilon",
+    "sampled_probability",
 ]
 
 NeighbouringRelation = dp_accounting.NeighboringRelation
@@ -72,9 +79,17 @@ def epsilon_for_event(
     float
         ε (``inf`` where no finite ε holds at this δ, e.g. the Gaussian mechanism at δ = 0).
 
+    Raises
+    ------
+    ValueError
+        For a bad argument, an event the accountant does not support, or a Gaussian event whose noise is so small
+        that its ε is beyond the largest float (σ below about 5e-155).
+
     Notes
     -----
-    A single Gaussian event is evaluated by ``dp_accounting.get_epsilon_gaussian``, which is exact [2]_.
+    A single Gaussian event is evaluated by ``dp_accounting.get_epsilon_gaussian``, which is exact [2]_; where
+    it fails to converge, by :func:`balle_wang_epsilon`, the same closed form solved in a well-conditioned
+    variable.
     """
     d = check_delta(delta)
     if accountant not in ("pld", "rdp"):
@@ -84,7 +99,16 @@ def epsilon_for_event(
         NeighbouringRelation.ADD_OR_REMOVE_ONE,
         NeighbouringRelation.REPLACE_SPECIAL,
     ):
-        return float(dp_accounting.get_epsilon_gaussian(event.noise_multiplier, d))
+        sigma = float(event.noise_multiplier)
+        try:
+            with warnings.catch_warnings():  # overflows on the way to a failure handled below
+                warnings.simplefilter("ignore", RuntimeWarning)
+                eps = float(dp_accounting.get_epsilon_gaussian(sigma, d))
+        except (RuntimeError, ArithmeticError, ValueError):  # no convergence for tiny σ (e.g. 1e-300)
+            eps = math.nan
+        if math.isnan(eps) or (math.isinf(eps) and 0 < sigma < math.inf and d > 0):
+            eps = balle_wang_epsilon(sigma, d)
+        return eps
     acct: dp_accounting.PrivacyAccountant
     if accountant == "pld":
         acct = pld_privacy_accountant.PLDAccountant(
@@ -172,6 +196,68 @@ def gaussian_claim(sigma: float) -> PrivacyClaim:
     )
 
 
+def balle_wang_epsilon(sigma: float, delta: float) -> float:
+    """Exact ε at ``delta`` of the Gaussian mechanism with sensitivity 1 and noise σ, for any σ > 0 [2]_.
+
+    The analytic Gaussian mechanism of Balle & Wang (2018, Theorem 8): with μ = 1/σ, ε solves
+    δ = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ).  Solved for a = μ/2 − ε/μ, using
+    e^ε Φ(−μ/2 − ε/μ) = ½ e^(−a²/2) erfcx((μ − a)/√2), the equation reads
+    Φ(a) − ½ e^(−a²/2) erfcx((μ − a)/√2) = δ, increasing in a, whose root lies in [Φ⁻¹(δ) − 1, min(μ/2, 40)]
+    for every σ: nothing overflows or cancels where ``dp_accounting.get_epsilon_gaussian`` (which works in ε)
+    stops converging.  Then ε = μ (μ/2 − a).
+
+    Parameters
+    ----------
+    sigma : float
+        σ > 0.
+    delta : float
+        δ in (0, 1); δ = 0 gives ``inf``.
+
+    Returns
+    -------
+    float
+        ε ≥ 0 (0 when the mechanism is (0, δ)-DP).
+
+    Raises
+    ------
+    ValueError
+        If σ is so small that ε exceeds the largest float (σ below about 5e-155): it cannot be accounted.
+
+    Examples
+    --------
+    >>> round(balle_wang_epsilon(1.0, 1e-5), 6) == round(gaussian_epsilon(1.0, 1e-5), 6)
+    True
+    """
+    s = check_real("sigma", sigma, low=0.0, low_open=True, allow_inf=True)
+    d = check_delta(delta)
+    if d == 0.0:
+        return math.inf
+    if math.isinf(s):
+        return 0.0
+    mu = 1.0 / s
+    if math.isinf(mu):
+        raise ValueError(f"sigma must be at least about 5e-155 to account (its ε at delta={d} overflows), got {s!r}.")
+
+    def gap(a: float) -> float:
+        return float(special.ndtr(a) - 0.5 * math.exp(-0.5 * a * a) * special.erfcx((mu - a) / math.sqrt(2.0))) - d
+
+    top = min(mu / 2.0, 40.0)
+    if gap(top) <= 0.0:  # δ covers even ε = 0 (the largest a)
+        return 0.0
+    bottom = float(special.ndtri(d)) - 1.0  # gap < 0 here: Φ(a) < δ and the second term is positive
+    if bottom >= top:
+        return 0.0
+    a = float(optimize.brentq(gap, bottom, top, xtol=1e-15, rtol=4 * math.ulp(1.0), maxiter=500))
+    eps = mu * (mu / 2.0 - a)
+    if not math.isfinite(eps):
+        digits = math.log10(mu) * 2.0 - math.log10(2.0)
+        raise ValueError(
+            f"sigma = {s!r} is too small to account: its ε at delta = {d} is about 1e{digits:.0f}, beyond the "
+            "largest float (about 1.8e308); use sigma >= 1e-154."
+        )
+    return max(eps, 0.0)
+
+
 def gaussian_epsilon(sigma: float, delta: float) -> float:
     """Exact ε at ``delta`` of the Gaussian mechanism with sensitivity 1 and noise σ (Balle & Wang 2018)."""
     return gaussian_claim(sigma).epsilon(delta)
@@ -227,6 +313,65 @@ def pure_composition_epsilon(epsilons: Sequence[float], delta: float = 0.0) -> f
     return pure_composition_claim(epsilons).epsilon(delta)
 
 
+_CALIBRATION_METHOD = "coarse PLD 1e-3, then verified at the claim's PLD 1e-4 (v2)"
+"""Part of every cached calibration's key: a change of the search below must not reuse old answers."""
+_COARSE_INTERVAL = 1e-3
+_calibrations: dict[tuple[float, float, float, int, str, float], float] = {}
+"""σ calibrations of this process (the disk cache serves other processes and later runs)."""
+
+
+def sampled_probability(sampling_rate: float, steps: int) -> float:
+    """1 − (1 − q)^T: the chance that Poisson sampling at rate q picks a given record in at least one of T steps.
+
+    At δ at least this, DP-SGD is (0, δ)-DP whatever its noise (the total variation between neighbouring runs
+    is at most this), so no noise multiplier is needed for any ε.
+    """
+    q = check_real("sampling_rate", sampling_rate, low=0.0, high=1.0, low_open=True)
+    t = check_int("steps", steps, low=1)
+    return 1.0 if q == 1.0 else -math.expm1(t * math.log1p(-q))
+
+
+def _smallest_sigma(
+    epsilon_of: Callable[[float], float], target: float, *, guess: float, xtol: float, step: float = 1.0
+) -> float:
+    """The smallest σ with ``epsilon_of(σ) <= target``, within ``xtol`` above it (ε decreasing in σ).
+
+    Brackets the root from ``guess`` by steps whose ratio starts at 1 + ``step`` and doubles its excess up to 2
+    (so a good guess costs few evaluations near it, a bad one still a logarithmic number), then Brent's method.
+    """
+    seen: dict[float, float] = {}
+
+    def eps(sigma: float) -> float:
+        if sigma not in seen:
+            seen[sigma] = epsilon_of(sigma)
+        return seen[sigma]
+
+    ratio = 1.0 + step
+    lo = hi = guess
+    if eps(guess) > target:  # too little noise: go up (ε → 0 as σ → ∞, so this ends)
+        for _ in range(200):
+            lo, hi = hi, hi * ratio
+            ratio = min(2.0, 1.0 + 2.0 * (ratio - 1.0))
+            if eps(hi) <= target:
+                break
+        else:  # pragma: no cover - ε(σ) → 0 as σ → ∞ for every event calibrated here
+            raise ValueError(f"no noise multiplier up to {hi:.3g} reaches target_epsilon {target}.")
+    else:  # enough noise: go down until there is too little (reachable targets: ε → ∞ as σ → 0)
+        for _ in range(200):
+            hi, lo = lo, lo / ratio
+            ratio = min(2.0, 1.0 + 2.0 * (ratio - 1.0))
+            if eps(lo) > target:
+                break
+        else:
+            raise ValueError(
+                f"target_epsilon {target} is met by every noise multiplier down to {lo:.3g}; nothing to calibrate."
+            )
+    root = float(optimize.brentq(lambda s: eps(s) - target, lo, hi, xtol=xtol))
+    while root < hi and eps(root) > target:  # brentq ends within xtol of the root, on either side
+        root = min(hi, root + xtol)
+    return root
+
+
 def dpsgd_noise_multiplier(
     target_epsilon: float,
     delta: float,
@@ -235,40 +380,140 @@ def dpsgd_noise_multiplier(
     *,
     accountant: Accountant = "pld",
     tol: float = 1e-4,
+    cache: ArtefactCache | Literal["default"] | None = "default",
 ) -> float:
     """The smallest noise multiplier σ for which DP-SGD with (q, T) is (target ε, δ)-DP, by ``dp_accounting``.
 
-    Uses ``dp_accounting.calibrate_dp_mechanism`` (Brent's method on the accountant's ε); the returned σ is
-    rounded UP to within ``tol``, so ``dpsgd_epsilon(σ, q, T, δ) <= target_epsilon`` holds.
+    Calibrated once per (ε, δ, q, T, accountant, tol): the answer is kept for the process and, by default, in
+    the artefact cache on disk (:func:`analysis.cache.default_cache_dir`), so a config calibrates σ the first
+    time it runs only.  A damaged cache entry is recomputed.
+
+    The search: for q = 1, T steps are the Gaussian mechanism with noise σ/√T, inverted exactly
+    (:func:`balle_wang_epsilon`); otherwise the PLD accountant at a coarse discretisation (1e-3, about ten times
+    faster) finds σ by Brent's method from a bracket searched from σ = 1 in both directions (so any target
+    works: ε → ∞ as σ → 0 and ε → 0 as σ → ∞).  The answer is then checked at the accuracy of the claim
+    (:func:`dpsgd_epsilon`, PLD at 1e-4, or RDP): ε(σ) ≤ target and ε(σ − tol) > target; when the check fails,
+    Brent's method runs on the claim's ε itself from that estimate.
+
+    Parameters
+    ----------
+    target_epsilon : float
+        ε > 0.
+    delta : float
+        δ in (0, 1), below :func:`sampled_probability` (q, T).
+    sampling_rate : float
+        q in (0, 1].
+    steps : int
+        T ≥ 1.
+    accountant : {"pld", "rdp"}, default="pld"
+    tol : float, default=1e-4
+        The returned σ is at most ``tol`` above the smallest valid σ, never below it.
+    cache : ArtefactCache, "default" or None, default="default"
+        Where calibrations are kept across processes: an :class:`analysis.cache.ArtefactCache`, the default
+        cache directory (skipped if it cannot be created), or ``None`` (this process only).
+
+    Returns
+    -------
+    float
+        σ with ``dpsgd_epsilon(σ, q, T, δ, accountant) <= target_epsilon``.
 
     Raises
     ------
     ValueError
-        For a non-positive target ε, δ outside (0, 1), q outside (0, 1], or T < 1.
+        For a non-positive target ε, δ outside (0, 1), q outside (0, 1], T < 1, an unknown accountant, or a δ at
+        least 1 − (1 − q)^T, where every σ gives ε = 0 (there is no smallest σ to find).
     """
     eps = check_real("target_epsilon", target_epsilon, low=0.0, low_open=True)
     d = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     q = check_real("sampling_rate", sampling_rate, low=0.0, high=1.0, low_open=True)
     t = check_int("steps", steps, low=1)
+    if accountant not in ("pld", "rdp"):
+        raise ValueError(f"accountant must be one of 'pld', 'rdp', got {accountant!r}.")
     check_real("tol", tol, low=0.0, low_open=True)
-
-    def make_accountant() -> dp_accounting.PrivacyAccountant:
-        if accountant == "pld":
-            return pld_privacy_accountant.PLDAccountant(NeighbouringRelation.ADD_OR_REMOVE_ONE)
-        return rdp_privacy_accountant.RdpAccountant(neighboring_relation=NeighbouringRelation.ADD_OR_REMOVE_ONE)
-
-    def make_event(sigma: float) -> dp_accounting.DpEvent:
-        return dpsgd_claim(sigma, q, t, accountant=accountant).event
-
-    sigma = float(
-        dp_accounting.calibrate_dp_mechanism(
-            make_accountant,
-            make_event,
-            eps,
-            d,
-            dp_accounting.LowerEndpointAndGuess(0.25, 1.0),  # below σ ≈ 0.25 the PLD grid explodes
-            tol=tol / 2,
+    sampled = sampled_probability(q, t)
+    if d >= sampled:
+        raise ValueError(
+            f"delta must be below 1 - (1 - q)^T = {sampled:.6g} (the chance a record is sampled at all) to calibrate "
+            f"a noise multiplier, got {d}: at this delta DP-SGD is (0, delta)-DP for every noise multiplier."
         )
-    )
-    sigma += tol / 2  # calibrate returns within tol/2 of the smallest valid σ: step to its safe side
+    memo = (eps, d, q, t, accountant, float(tol))
+    if memo in _calibrations:
+        return _calibrations[memo]
+    store, key = _calibration_cache(cache, memo)
+    if store is not None and key is not None:
+        hit = store.get_json(key)
+        sigma = hit.get("sigma") if isinstance(hit, dict) else None
+        if isinstance(sigma, float) and math.isfinite(sigma) and sigma > 0:
+            _calibrations[memo] = sigma
+            return sigma
+    sigma = _calibrate_dpsgd(eps, d, q, t, accountant, tol)
+    _calibrations[memo] = sigma
+    if store is not None and key is not None:
+        try:
+            store.put_json(key, {"sigma": sigma, "target_epsilon": eps, "delta": d, "sampling_rate": q, "steps": t})
+        except OSError:  # the cache saves time only; a full or read-only disk must not fail the calibration
+            pass
     return sigma
+
+
+def _calibration_cache(
+    cache: ArtefactCache | Literal["default"] | None, memo: tuple[float, float, float, int, str, float]
+) -> tuple[ArtefactCache | None, str | None]:
+    """The cache to use and the calibration's key in it (``(None, None)``: none)."""
+    if cache is None:
+        return None, None
+    from importlib import metadata
+
+    from analysis.cache import ArtefactCache, CacheError, code_fingerprint, default_cache_dir, make_key
+
+    store: ArtefactCache
+    if cache == "default":
+        try:
+            store = ArtefactCache(default_cache_dir())
+        except CacheError:  # no writable default directory: calibrate without it
+            return None, None
+    elif isinstance(cache, ArtefactCache):
+        store = cache
+    else:
+        raise TypeError(f"cache must be an ArtefactCache, 'default' or None, got {cache!r}.")
+    eps, d, q, t, accountant, tol = memo
+    try:
+        dp_version = metadata.version("dp-accounting")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout of dp_accounting
+        dp_version = "unknown"
+    key = make_key(
+        artefact="dpsgd-noise-multiplier",
+        target_epsilon=eps,
+        delta=d,
+        sampling_rate=q,
+        steps=t,
+        accountant=accountant,
+        tol=tol,
+        method=_CALIBRATION_METHOD,
+        dp_accounting=dp_version,
+        code=code_fingerprint(__name__),
+    )
+    return store, key
+
+
+def _calibrate_dpsgd(eps: float, d: float, q: float, t: int, accountant: Accountant, tol: float) -> float:
+    """The search of :func:`dpsgd_noise_multiplier`, without its checks and caches."""
+
+    def claimed(sigma: float) -> float:  # exactly the ε the mechanism's claim will state
+        return dpsgd_epsilon(sigma, q, t, d, accountant=accountant)
+
+    if accountant == "rdp":
+        return _smallest_sigma(claimed, eps, guess=1.0, xtol=tol / 2)
+    if q == 1.0:  # T full-batch steps compose to one Gaussian with noise σ/√T, whose ε is exact and cheap
+        estimate = math.sqrt(t) * _smallest_sigma(lambda s: balle_wang_epsilon(s, d), eps, guess=1.0, xtol=tol / 16)
+    else:
+
+        def coarse(sigma: float) -> float:
+            event = dpsgd_claim(sigma, q, t).event
+            return epsilon_for_event(event, d, value_discretization_interval=_COARSE_INTERVAL)
+
+        estimate = _smallest_sigma(coarse, eps, guess=1.0, xtol=tol / 4)
+    sigma = estimate + tol / 2
+    if claimed(sigma) <= eps and (sigma - tol <= 0 or claimed(sigma - tol) > eps):
+        return sigma
+    return _smallest_sigma(claimed, eps, guess=estimate, xtol=tol / 2, step=0.01)

@@ -123,9 +123,11 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, pd.DataFrame | pd.Series | np.ndarray):
         return {"content": content_hash(value)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # fields outside equality are derived from the others (e.g. DP-SGD's σ, calibrated on first use): a
+        # component's key must not depend on whether they are computed yet
         return {
             "class": f"{type(value).__module__}.{type(value).__qualname__}",
-            "fields": [[f.name, _canonical(getattr(value, f.name))] for f in dataclasses.fields(value)],
+            "fields": [[f.name, _canonical(getattr(value, f.name))] for f in dataclasses.fields(value) if f.compare],
         }
     raise TypeError(f"a cache key component must be plain data, a dataclass, an array or a table, got {value!r}.")
 

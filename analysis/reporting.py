@@ -103,18 +103,25 @@ def plot_lower_bounds(
     *,
     group_by: Sequence[str] = (),
     title: str | None = None,
+    bound: str = "epsilon_lb_median",
+    band: tuple[str, str] | None = ("epsilon_lb_min", "epsilon_lb_max"),
 ) -> Path:
     """Plot the empirical ε lower bound against the analytic ε, with the diagonal.
 
     Parameters
     ----------
     summary : DataFrame
-        Columns ``epsilon_analytic``, ``epsilon_lb_median``, ``epsilon_lb_min``, ``epsilon_lb_max``.
+        Columns ``epsilon_analytic``, ``bound`` and the two ``band`` columns.
     path : str or Path
         Output file; the suffix (``.png``, ``.pdf``, ``.svg``) chooses the format.
     group_by : sequence of str, default=()
         Columns whose values get one line each (e.g. a swept number of canaries).
     title : str or None, default=None
+    bound : str, default="epsilon_lb_median"
+        The column drawn as the lower bound: the game's headline figure (the median over trials of a one-run
+        audit; the pooled ``epsilon_lb`` of a multi-run audit, whose single trials bound little).
+    band : pair of str or None, default=("epsilon_lb_min", "epsilon_lb_max")
+        The columns of the shaded band around it (None: none).
 
     Returns
     -------
@@ -126,7 +133,7 @@ def plot_lower_bounds(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    required = ["epsilon_analytic", "epsilon_lb_median", "epsilon_lb_min", "epsilon_lb_max"]
+    required = ["epsilon_analytic", bound, *(band or ())]
     missing = [c for c in required + list(group_by) if c not in summary.columns]
     if missing:
         raise ValueError(f"summary must have the columns {missing}.")
@@ -141,15 +148,14 @@ def plot_lower_bounds(
     for key, part in groups:
         part = part.sort_values("epsilon_analytic")
         x = part["epsilon_analytic"].to_numpy(dtype=float)
-        label = ", ".join(f"{c}={v}" for c, v in zip(group_by, key, strict=True)) or "median lower bound"
-        (line,) = ax.plot(x, part["epsilon_lb_median"], marker="o", label=label)
-        ax.fill_between(
-            x, part["epsilon_lb_min"], part["epsilon_lb_max"], color=line.get_color(), alpha=0.2, linewidth=0
-        )
+        label = ", ".join(f"{c}={v}" for c, v in zip(group_by, key, strict=True)) or bound
+        (line,) = ax.plot(x, part[bound], marker="o", label=label)
+        if band is not None:
+            ax.fill_between(x, part[band[0]], part[band[1]], color=line.get_color(), alpha=0.2, linewidth=0)
     top = float(np.nanmax(data["epsilon_analytic"]))
     ax.plot([0, top], [0, top], color="grey", linestyle="--", linewidth=1, label="ε lower bound = analytic ε")
     ax.set_xlabel("analytic ε")
-    ax.set_ylabel("empirical ε lower bound (median, min–max band)")
+    ax.set_ylabel(f"empirical ε lower bound ({bound}" + (f", {band[0]}–{band[1]} band)" if band else ")"))
     ax.set_xlim(0, top * 1.05)
     ax.set_ylim(0, top * 1.05)
     if title:

@@ -125,6 +125,10 @@ class Game(ABC):
     name: ClassVar[str]
     input_kinds: ClassVar[frozenset[str]]  # the mechanism input kinds this game can build
     knowledge: ClassVar[frozenset[str]] = frozenset({"nothing"})  # what it can tell the adversary (Attack.needs)
+    # the summary column that is the game's ε lower bound (what `privgame report --plot` draws against the
+    # analytic ε) and the columns of the band drawn around it (None: no band)
+    headline: ClassVar[str] = "epsilon_lb_median"
+    headline_band: ClassVar[tuple[str, str] | None] = ("epsilon_lb_min", "epsilon_lb_max")
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
         """Why this game cannot play ``mechanism`` with ``attack``, or ``None`` if it can.

@@ -56,6 +56,9 @@ class MultiRunGame(Game):
 
     name: ClassVar[str] = "multi-run"
     input_kinds: ClassVar[frozenset[str]] = frozenset({"canary-bits"})
+    # the bound pooled over every run of a grid point; one trial's own K runs are too few to bound anything
+    headline: ClassVar[str] = "epsilon_lb"
+    headline_band: ClassVar[tuple[str, str] | None] = None
 
     runs: int = 32
     thresholds: int = 100

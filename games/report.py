@@ -106,7 +106,9 @@ def summarise_results(
     Returns
     -------
     summary : DataFrame
-        With a ``failed`` column (trials whose code raised, per grid point) when any trial failed; damaged trials
+        The swept parameters, what the mechanism derived from them (``mechanism.sigma``: DP-SGD's noise
+        multiplier calibrated from ``epsilon``, as the run stored it), then the game's columns; with a ``failed``
+        column (trials whose code raised, per grid point) when any trial failed; damaged trials
         (a file missing or not matching its checksum) are left out.
     swept : list of str
         The swept parameter columns.
@@ -130,10 +132,27 @@ def summarise_results(
     for g in sorted({int(g) for g in rows["grid_point"].unique()} | set(failed)):
         part = rows[rows["grid_point"] == g]
         summary = stored.games[g].summarise(part, stored.analysis, stored.store.load_outcome) if len(part) else {}
+        point = stored.manifest["grid"][g]
         records.append(
-            {**stored.manifest["grid"][g]["params"], **summary, **({"failed": failed.get(g, 0)} if failed else {})}
+            {
+                **point["params"],
+                **_derived(point),
+                **summary,
+                **({"failed": failed.get(g, 0)} if failed else {}),
+            }
         )
     return pd.DataFrame.from_records(records), list(stored.swept)
+
+
+def _derived(point: Any) -> dict[str, float]:
+    """What the grid point's mechanism derived from its parameters, as the run stored it (e.g. DP-SGD's
+    calibrated σ, as ``mechanism.sigma``): read, never recomputed."""
+    derived = _table(_table(point).get("derived"))
+    return {
+        f"mechanism.{key}": float(value)
+        for key, value in derived.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
 
 
 def records_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False) -> pd.DataFrame:
@@ -158,8 +177,9 @@ def records_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bo
 
 
 def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str | Path) -> Path:
-    """Draw the figure of the results' game: the per-record AUC scatter for record-level games, else the ε lower
-    bound against the analytic ε."""
+    """Draw the figure of the results' game: the per-record AUC scatter for record-level games, else the game's
+    headline ε lower bound (``Game.headline``: the median over trials of a one-run audit, the pooled bound of a
+    multi-run audit) against the analytic ε."""
     from analysis.reporting import plot_lower_bounds
 
     store = ResultsStore(root)
@@ -177,7 +197,11 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
             records = records.drop(columns=["group"])
         return plot_risk_scatter(records, path, title=Path(root).name)
     group_by = [c for c in swept if not c.startswith("mechanism.")]
-    return plot_lower_bounds(summary, path, group_by=group_by, title=Path(root).name)
+    game = _table(_table(store.manifest().get("config")).get("game")).get("name")
+    cls = GAMES.get(game) if isinstance(game, str) and game in GAMES else Game
+    return plot_lower_bounds(
+        summary, path, group_by=group_by, title=Path(root).name, bound=cls.headline, band=cls.headline_band
+    )
 
 
 def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False) -> pd.DataFrame:

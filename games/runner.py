@@ -85,6 +85,15 @@ def analytic_epsilon(point: GridPoint, delta: float) -> float:
     return math.nan if claim is None else claim.epsilon(delta)
 
 
+def _analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
+    """Every grid point's analytic ε, under its own progress line: this step calibrates what mechanisms derive
+    from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
+    points = tqdm(
+        config.grid, desc="analytic ε (σ calibration)", unit="point", disable=not progress, file=sys.stderr, leave=False
+    )
+    return [analytic_epsilon(point, config.analysis.delta) for point in points]
+
+
 def _cell(value: Any) -> Any:
     return value if isinstance(value, bool | int | float | str) else str(value)
 
@@ -276,7 +285,12 @@ def _manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]
         "n_trials": config.n_trials,
         "swept": list(config.swept),
         "grid": [
-            {"index": p.index, "params": {k: _cell(v) for k, v in p.params.items()}, "epsilon_analytic": e}
+            {
+                "index": p.index,
+                "params": {k: _cell(v) for k, v in p.params.items()},
+                "epsilon_analytic": e,
+                "derived": p.mechanism.derived_parameters(),  # e.g. DP-SGD's calibrated σ (done with e above)
+            }
             for p, e in zip(config.grid, epsilons, strict=True)
         ],
     }
@@ -647,7 +661,7 @@ def run_experiment(
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}.")
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
     _check_reachable(dask)
-    epsilons = [analytic_epsilon(point, config.analysis.delta) for point in config.grid]
+    epsilons = _analytic_epsilons(config, progress)
     store = ResultsStore.open_for_run(out, _manifest(config, epsilons), config_bytes, force=force)
     damaged = store.damaged()
     if damaged:

@@ -64,6 +64,16 @@ class Mechanism(ABC):
         """
         return 64 * n
 
+    def derived_parameters(self) -> dict[str, float]:
+        """Values the mechanism computes from its parameters, such as DP-SGD's noise multiplier calibrated from
+        a target ε (default: none).
+
+        The runner computes them in the parent before any trial, beside the analytic ε, and stores them per grid
+        point in the results manifest (``derived``), where ``privgame report`` reads them: a report never
+        recomputes them.
+        """
+        return {}
+
 
 def check_runs(data: Sequence[Any], rngs: Sequence[np.random.Generator]) -> None:
     """Check the arguments of :meth:`Mechanism.release_runs`: one ``numpy.random.Generator`` per input."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from torch import Tensor, nn
 
 from analysis._checks import check_int, check_membership, check_real
-from analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier
+from analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier, sampled_probability
 from mechanisms._base import Mechanism, check_runs
 from mechanisms.dpsgd.models import logistic_regression, mlp
 from mechanisms.dpsgd.train import DPSGDConfig
@@ -40,8 +40,11 @@ class DigitsDPSGD(Mechanism):
     Parameters
     ----------
     epsilon : float or None, default=None
-        Target ε at ``delta``: the noise multiplier is the smallest σ whose PLD ε is at most this (computed once,
-        here).  Exactly one of ``epsilon`` and ``noise_multiplier`` is given.
+        Target ε at ``delta``: the noise multiplier is the smallest σ whose PLD ε is at most this
+        (:func:`analysis.accounting.dpsgd_noise_multiplier`), calibrated when :attr:`sigma` is first needed (the
+        runner's analytic-ε step, in the parent, before any trial) and cached on disk, so building the mechanism,
+        validating a config or reading results never waits for it.  Exactly one of ``epsilon`` and
+        ``noise_multiplier`` is given.
     noise_multiplier : float or None, default=None
         σ directly.
     delta : float, default=1e-5
@@ -70,7 +73,9 @@ class DigitsDPSGD(Mechanism):
     momentum: float = 0.0
     model: str = "logistic"
     train_rows: int = 1000
-    sigma: float = field(init=False, default=0.0)
+    # derived from the parameters (equality and hashing ignore it); set on first use of `sigma`, and pickled
+    # with the mechanism, so workers receive the σ the parent calibrated
+    _sigma: float | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_real("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -90,10 +95,29 @@ class DigitsDPSGD(Mechanism):
         if self.epsilon is not None:
             eps = check_real("epsilon", self.epsilon, low=0.0, low_open=True)
             object.__setattr__(self, "epsilon", eps)
-            sigma = dpsgd_noise_multiplier(eps, self.delta, q, steps)
+            sampled = sampled_probability(q, steps)
+            if self.delta >= sampled:  # the one target no σ reaches: refused now, not when σ is calibrated
+                raise ValueError(
+                    f"delta must be below 1 - (1 - sampling_rate)^steps = {sampled:.6g} (the chance a record is "
+                    f"sampled at all) to calibrate the noise for epsilon, got {self.delta}."
+                )
         else:
             sigma = check_real("noise_multiplier", self.noise_multiplier, low=0.0, low_open=True)
-        object.__setattr__(self, "sigma", sigma)
+            object.__setattr__(self, "_sigma", sigma)
+
+    @property
+    def sigma(self) -> float:
+        """The noise multiplier σ: ``noise_multiplier``, or calibrated from ``epsilon`` on first use."""
+        if self._sigma is None:
+            target = cast(float, self.epsilon)  # __post_init__: noise_multiplier set _sigma, else epsilon is given
+            sigma = dpsgd_noise_multiplier(target, self.delta, self.sampling_rate, self.steps)
+            object.__setattr__(self, "_sigma", sigma)
+            return sigma
+        return self._sigma
+
+    def derived_parameters(self) -> dict[str, float]:
+        """``{"sigma": σ}`` when σ is calibrated from ``epsilon`` (calibrating it now, if not done yet)."""
+        return {} if self.epsilon is None else {"sigma": self.sigma}
 
     def run_bits(self, data: Sequence[Any], rngs: Sequence[np.random.Generator]) -> list[NDArray[np.bool_]]:
         """The membership vectors of :meth:`release_runs`, checked (one rng each, the same m in every run)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 
@@ -210,3 +211,15 @@ def test_default_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("PRIVGAME_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "privgame"
+
+
+def test_key_ignores_fields_outside_equality():
+    """Derived fields (compare=False, e.g. a σ calibrated on first use) must not change a component's key."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Component:
+        p: float
+        derived: float | None = dataclasses.field(default=None, compare=False)
+
+    assert make_key(c=Component(1.0)) == make_key(c=Component(1.0, derived=3.0))
+    assert make_key(c=Component(1.0)) != make_key(c=Component(2.0))

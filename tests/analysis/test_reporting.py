@@ -202,3 +202,17 @@ def test_plot_without_finite_analytic_epsilon(tmp_path: Path, value: float) -> N
     with pytest.raises(ValueError, match=r"^no grid point has a finite analytic ε"):
         plot_lower_bounds(summary, tmp_path / "bounds.png")
     assert not (tmp_path / "bounds.png").exists()
+
+
+def test_plot_draws_the_bound_column_asked_for_without_a_band(tmp_path: Path) -> None:
+    summary = (
+        _summary()
+        .drop(columns=["epsilon_lb_min", "epsilon_lb_max"])
+        .assign(epsilon_lb=lambda d: d["epsilon_lb_median"] * 2)
+    )
+    out = plot_lower_bounds(summary, tmp_path / "pooled.svg", bound="epsilon_lb", band=None)
+    assert b"<svg" in out.read_bytes()
+    with pytest.raises(ValueError, match=r"^summary must have the columns \['epsilon_lb_min', 'epsilon_lb_max'\]"):
+        plot_lower_bounds(summary, tmp_path / "bounds.png", bound="epsilon_lb")  # the default band is missing
+    with pytest.raises(ValueError, match=r"^summary must have the columns \['pooled'\]"):
+        plot_lower_bounds(summary, tmp_path / "bounds.png", bound="pooled", band=None)
