@@ -88,10 +88,10 @@ def analytic_epsilon(point: GridPoint, delta: float) -> float:
 def _analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
     """Every grid point's analytic ε, under its own progress line: this step calibrates what mechanisms derive
     from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
-    points = tqdm(
+    with tqdm(  # closed (its line cleared) before an error is printed, too
         config.grid, desc="analytic ε (σ calibration)", unit="point", disable=not progress, file=sys.stderr, leave=False
-    )
-    return [analytic_epsilon(point, config.analysis.delta) for point in points]
+    ) as points:
+        return [analytic_epsilon(point, config.analysis.delta) for point in points]
 
 
 def _cell(value: Any) -> Any:

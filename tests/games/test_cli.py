@@ -98,3 +98,20 @@ def test_ladder_command(tmp_path, capsys):
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert len(table) == 6 and (table["epsilon"] <= table["epsilon_true"]).all()
     assert figure.exists()
+
+
+def test_sigma_too_small_to_account_is_one_line_and_nothing_is_made(write_config, tmp_path, capsys):
+    """The Gaussian mechanism at σ = 1e-300 has an ε beyond the largest float: refused before --out exists."""
+    config = write_config(
+        {"mechanism": {"name": "gaussian", "sigma": 1e-300}, "analysis": {"delta": 1e-5}}, drop=("mechanism.epsilon",)
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.replace("\r", "\n").splitlines() if line.strip() and "σ calibration" not in line]
+    assert lines == [
+        "privgame: error: sigma = 1e-300 is too small to account: its ε at delta = 1e-05 is about 1e600, beyond the "
+        "largest float (about 1.8e308); use sigma >= 1e-154."
+    ]
+    assert "Traceback" not in err
+    assert not out.exists()
