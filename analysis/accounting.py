@@ -82,8 +82,9 @@ def epsilon_for_event(
     Raises
     ------
     ValueError
-        For a bad argument, an event the accountant does not support, or a Gaussian event whose noise is so small
-        that its ε is beyond the largest float (σ below about 5e-155).
+        For a bad argument, an event the accountant does not support, a Gaussian event whose noise is so small
+        that its ε is beyond the largest float (σ below about 5e-155), or an event whose noise is too small for
+        the accountant to represent (the PLD grid of DP-SGD at σ = 1e-3 would take 38 GiB).
 
     Notes
     -----
@@ -129,8 +130,14 @@ def epsilon_for_event(
             "accountant 'rdp' cannot account REPLACE_ONE for this event (dp_accounting's RDP accountant would "
             "understate ε); use accountant='pld'."
         )
-    acct.compose(event)
-    return float(acct.get_epsilon(d))
+    try:
+        acct.compose(event)
+        return float(acct.get_epsilon(d))
+    except (OverflowError, MemoryError) as exc:  # e.g. DP-SGD at σ = 1e-3: a PLD grid of 5e9 points (38 GiB)
+        raise ValueError(
+            f"the {accountant} accountant of dp_accounting cannot account {event!r}: its noise is too small to "
+            f"discretise ({type(exc).__name__}: {exc})."
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

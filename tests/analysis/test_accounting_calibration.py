@@ -9,6 +9,7 @@ from typing import Any
 import dp_accounting
 import mpmath
 import pytest
+from dp_accounting.pld import pld_privacy_accountant
 
 from analysis import accounting
 from analysis.accounting import (
@@ -217,3 +218,17 @@ def test_entry_without_a_valid_sigma_is_recomputed(
     monkeypatch.setattr(accounting, "_calibrations", {})
     assert dpsgd_noise_multiplier(2.0, 1e-5, 1.0, 2, cache=cache) == sigma
     assert cache.get_json(entry.stem)["sigma"] == sigma
+
+
+def test_dpsgd_noise_too_small_for_the_pld_grid_is_one_value_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dp_accounting raises OverflowError at σ = 1e-300, and MemoryError at σ = 1e-3 (a 38 GiB grid, simulated
+    here: a machine with that much memory would try)."""
+    with pytest.raises(ValueError, match=r"^the pld accountant of dp_accounting cannot account .*OverflowError"):
+        dpsgd_epsilon(1e-300, 0.1, 10, 1e-5)
+
+    def no_memory(self: Any, event: Any, count: int = 1) -> Any:
+        raise MemoryError("Unable to allocate 38.0 GiB for an array with shape (5097432778,) and data type int64")
+
+    monkeypatch.setattr(pld_privacy_accountant.PLDAccountant, "compose", no_memory)
+    with pytest.raises(ValueError, match=r"noise is too small to discretise \(MemoryError: Unable to allocate 38"):
+        dpsgd_epsilon(1e-3, 0.1, 10, 1e-5)
