@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from analysis._checks import check_int
-from analysis.one_run import audit_top_k
 from attacks._base import Attack
 from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
 from mechanisms._base import Mechanism
@@ -89,6 +88,10 @@ class OneRunGame(Game):
     def analyse_trial(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> dict[str, float | int]:
+        # imported here: summarising stored rows (privgame report) needs no estimator, and scipy.stats is
+        # most of a report's start-up
+        from analysis.one_run import audit_top_k
+
         result = audit_top_k(
             outcome.scores,
             outcome.membership,

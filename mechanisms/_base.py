@@ -19,13 +19,24 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from analysis.accounting import PrivacyClaim
+if TYPE_CHECKING:
+    from analysis.accounting import PrivacyClaim
 
 __all__ = ["Mechanism", "PrivacyClaim", "check_runs"]
+
+
+def __getattr__(name: str) -> Any:
+    # PrivacyClaim is re-exported on first use: the base class alone (what reading results needs) must not
+    # import dp_accounting, about a second of a report's start-up
+    if name == "PrivacyClaim":
+        from analysis.accounting import PrivacyClaim
+
+        return PrivacyClaim
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Mechanism(ABC):

@@ -120,3 +120,17 @@ def test_list_plugins_needs_a_module(capsys):
         main(["list", "--plugins"])
     assert exc.value.code == 2
     assert "--plugins" in capsys.readouterr().err
+
+
+def test_report_of_a_one_run_directory_imports_no_accountant_nor_estimator(write_config, tmp_path):
+    """A report reads stored bounds and analytic ε: neither dp_accounting nor scipy.stats is needed (about a
+    second of start-up together)."""
+    out = tmp_path / "out"
+    assert main(["run", str(write_config()), "--out", str(out), "--no-progress", "--no-cache"]) == 0
+    code = (
+        "import contextlib, io\n"
+        "from games.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['report', {str(out)!r}]) == 0\n"
+    )
+    assert [m for m in _imported_after(code) if m not in ("pandas", "matplotlib")] == []
