@@ -21,7 +21,8 @@ gives the same table, and ``--sample`` does not change the generator's randomnes
 ``--report`` prints :func:`analysis.fidelity.fidelity_report` of the synthetic table against the training rows,
 with the utility metrics tested on Adult's test split (target ``income``) or, for COMPAS, on the rows not used for
 training (target ``two_year_recid``; none when every row trained), and writes it as JSON beside the output
-(``FILE.fidelity.json``).
+(``--out runs/s.parquet`` writes ``runs/s.fidelity.json``: the output's name with ``.fidelity.json`` for its
+extension).
 
 Errors (an unknown generator or data set, a mechanism that does not map a table to a table, a bad ``--param``,
 ``--train-rows`` larger than the data, an unsupported output extension) are reported before any training.
@@ -91,7 +92,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=None, help="synthetic rows (default: as many as the training rows)")
     p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     p.add_argument("--out", required=True, metavar="FILE", help="output table: FILE.csv or FILE.parquet")
-    p.add_argument("--report", action="store_true", help="print the fidelity report and write it to FILE.fidelity.json")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="print the fidelity report and write it as JSON beside the output (--out FILE.csv: FILE.fidelity.json)",
+    )
     return p
 
 
@@ -276,7 +281,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
 
 
 def report_path(out: str | Path) -> Path:
-    """Where ``--report`` writes its JSON: beside the output, ``FILE.fidelity.json``."""
+    """Where ``--report`` writes its JSON: beside the output, its extension replaced (``s.csv``: ``s.fidelity.json``)."""
     p = Path(out)
     return p.with_name(f"{p.stem}.fidelity.json")
 
