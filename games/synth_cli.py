@@ -281,7 +281,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
 
 
 def report_path(out: str | Path) -> Path:
-    """Where ``--report`` writes its JSON: beside the output, its extension replaced (``s.csv``: ``s.fidelity.json``)."""
+    """Where ``--report`` writes its JSON: beside the output, extension replaced (``s.csv``: ``s.fidelity.json``)."""
     p = Path(out)
     return p.with_name(f"{p.stem}.fidelity.json")
 
