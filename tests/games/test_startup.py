@@ -82,6 +82,11 @@ def test_list_plugins_lists_what_they_register(capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(PLUGINS))
     from games.registry import MECHANISMS
 
+    # another test may have imported the module and unregistered its components: import it afresh
+    for name in ("test-copy-table", "test-ignore-input"):
+        if name in MECHANISMS:
+            MECHANISMS.unregister(name)
+    sys.modules.pop("record_test_mechanisms", None)
     try:
         assert main(["list", "--plugins", "record_test_mechanisms"]) == 0
         lines = capsys.readouterr().out.splitlines()
