@@ -6,11 +6,12 @@ only on (seed, g, j).  Trials run in the parent (``n_jobs=1``), in loky worker p
 the workers of a ``dask.distributed`` cluster (:class:`DaskScheduler`); they come back as they finish and are
 written at once, so an interrupted run loses at most the trials in flight and resumes where it stopped.
 
-With workers, the parent plays trials itself while the workers start (they import the packages, seconds), and
-hands the rest to them once one is ready: an experiment smaller than the workers' start-up finishes in the
-parent and never waits for them.  Workers end with the parent, even when it is killed (``PR_SET_PDEATHSIG`` on
-Linux, a watchdog elsewhere).  A trial whose code raises (``SystemExit`` included) is recorded in
-``failures/`` and the run goes on (:class:`TrialsFailed` at the end); Ctrl-C raises :class:`RunInterrupted`.
+With workers, the parent plays trials itself first; only once it has played for as long as it took to start
+(its CPU time before the run, 0.5 to 10 s) are the workers started, and once one is ready they get the rest: an
+experiment smaller than the workers' start-up finishes in the parent and never pays for them.  Workers end with
+the parent, even when it is killed (``PR_SET_PDEATHSIG`` on Linux, a watchdog elsewhere).  A trial whose code
+raises (``SystemExit`` included) is recorded in ``failures/`` and the run goes on (:class:`TrialsFailed` at the
+end); Ctrl-C raises :class:`RunInterrupted`.
 """
 
 from __future__ import annotations
@@ -474,10 +475,46 @@ class RunInterrupted(KeyboardInterrupt):
 _OnResult = Callable[[_Attempt], bool]  # store one attempt; True: stop the run
 #: whether the parent plays trials while the workers start (tests switch it off to give the workers every trial)
 PARENT_PLAYS_WHILE_WORKERS_START = True
+#: bounds on the parent's trial time before workers are started (see :func:`_worker_start_delay`)
+_START_DELAY_BOUNDS = (0.5, 10.0)
 
 
 def _workers(n_jobs: int) -> int:
     return joblib.cpu_count() if n_jobs == -1 else n_jobs
+
+
+def _worker_start_delay() -> float:
+    """How long the parent plays trials alone before it starts workers: as long as it took to start itself.
+
+    A worker's start-up (the interpreter, then the packages a trial needs) costs about what this process spent
+    before the run (its CPU time so far), and on a machine with few cores it slows the trials played meanwhile.
+    Waiting that long before paying it means a run that would take less in the parent never pays it, and a longer
+    one loses at most that delay (the ski-rental rule).  Bounded, for long-lived processes (a notebook) and for
+    configs that took long to build (σ calibration).
+    """
+    low, high = _START_DELAY_BOUNDS
+    return min(max(time.process_time(), low), high)
+
+
+#: thread-pool sizes each worker gets, as joblib's loky backend sets them (torch, BLAS and numba read these)
+_THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMBA_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def _worker_env(n_workers: int) -> dict[str, str]:
+    """Environment of the workers: ``cores // n_workers`` threads per pool (unless the user set a size), so that
+    n workers running torch or BLAS do not each start a thread per core."""
+    threads = str(max(joblib.cpu_count() // n_workers, 1))
+    env = {var: os.environ.get(var, threads) for var in _THREAD_VARS}
+    env.setdefault("ENABLE_IPC", os.environ.get("ENABLE_IPC", "1"))  # TBB schedulers coordinate across processes
+    return env
 
 
 def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult) -> None:
@@ -487,28 +524,39 @@ def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult) -> Non
 
 
 def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnResult) -> None:
-    """Run ``jobs`` on ``n_workers`` loky processes, the parent playing trials itself until one is ready.
+    """Run ``jobs`` in the parent and, once that has taken a while, on ``n_workers`` loky processes too.
 
     Which process plays a trial never changes its numbers (each trial has its own seed), so this only decides
-    the time: the parent plays the first trials while the workers start (they import the packages: seconds), so
-    an experiment smaller than that is done before they are, and they are then ended unused.  A feeder thread
-    hands trials to the workers as soon as one is ready, so none waits for the parent's trial in progress; every
-    result is stored by the calling thread.
+    the time.  The parent plays trials from the start; after :func:`_worker_start_delay` a feeder thread starts
+    the workers, and once one is ready hands them the remaining trials (the parent finishes the trial it is
+    playing, then only stores results).  So a run shorter than the workers' start-up never starts them, and no
+    worker waits for the parent's trial in progress.  The feeder thread starts the workers and ends them before
+    it exits, as ``PR_SET_PDEATHSIG`` ties each worker to the thread that started it.  Every result is stored by
+    the calling thread.
     """
     from joblib.externals.loky import get_reusable_executor
 
-    executor = get_reusable_executor(
-        max_workers=n_workers, timeout=300, initializer=_end_with_parent, initargs=(os.getpid(),)
-    )
-    pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
+    parent_plays = PARENT_PLAYS_WHILE_WORKERS_START
+    delay = _worker_start_delay() if parent_plays else 0.0
     queue = deque(jobs)  # the trials neither the parent nor a worker has taken yet
     lock = threading.Lock()
     ready, stop = threading.Event(), threading.Event()
     finished: SimpleQueue[Future[_Attempt] | BaseException | None] = SimpleQueue()  # None: the feeder is done
 
     def feed() -> None:
+        executor = None
         try:
-            while PARENT_PLAYS_WHILE_WORKERS_START and not any(p.done() for p in pings):
+            if stop.wait(delay):
+                return  # the parent played every trial: no worker was needed
+            executor = get_reusable_executor(
+                max_workers=n_workers,
+                timeout=300,
+                initializer=_end_with_parent,
+                initargs=(os.getpid(),),
+                env=_worker_env(n_workers),
+            )
+            pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
+            while parent_plays and not any(p.done() for p in pings):
                 if stop.wait(0.05):
                     return
             ready.set()
@@ -525,17 +573,18 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
         except BaseException as exc:  # handed to the calling thread, which raises it
             finished.put(exc)
         finally:
+            if executor is not None:  # by the thread that started them: trials abandoned, if any, end with them
+                executor.shutdown(wait=True, kill_workers=True)
             finished.put(None)
 
     feeder = threading.Thread(target=feed, name="privgame-feeder", daemon=True)
     feeder.start()
-    clean = False
     try:
-        while not ready.is_set():
+        while parent_plays and not ready.is_set():
             with lock:
                 job = queue.popleft() if queue else None
             if job is None:
-                stop.set()  # the parent played every trial: the workers are not needed
+                stop.set()  # the parent took every trial: workers are not needed
                 break
             if on_result(_attempt(*job)):
                 return
@@ -550,12 +599,9 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
                 raise item
             if on_result(item.result()):
                 return
-        clean = True
     finally:
         stop.set()
-        if not clean or not ready.is_set():  # workers never needed, or trials to abandon: end them now
-            executor.shutdown(wait=False, kill_workers=True)
-        feeder.join(timeout=10)
+        feeder.join(timeout=30)
 
 
 def _run_dask(jobs: Sequence[tuple[Any, ...]], dask: DaskScheduler, n_workers: int, on_result: _OnResult) -> None:

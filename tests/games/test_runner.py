@@ -191,6 +191,11 @@ def _faulty(write_config, name: str = "faulty", repetitions: int = 4, **mechanis
     )
 
 
+def _players(log: Path) -> set[str]:
+    """The ids of the processes that played trials, from the plugin's log."""
+    return {line.split()[0] for line in log.read_text().splitlines()}
+
+
 def _failure_files(out: Path) -> dict[int, dict]:
     return {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in (out / "failures").glob("trial-*.json")}
 
@@ -264,13 +269,16 @@ def test_workers_play_the_trials_with_the_parents_results(write_config, tmp_path
     path = _faulty(write_config, fail=0.3, log=str(log))
     with pytest.raises(TrialsFailed) as in_parent:
         _run(path, tmp_path / "one", n_jobs=1)
-    assert set(log.read_text().split()) == {str(os.getpid())}
+    assert _players(log) == {str(os.getpid())}
     log.unlink()
     monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)
     with pytest.raises(TrialsFailed) as in_workers:
         _run(path, tmp_path / "two", n_jobs=2)
-    pids = set(log.read_text().split())
+    pids = _players(log)
     assert pids and str(os.getpid()) not in pids
+    # each of the 2 workers gets cores // 2 threads per pool (as joblib sets them), unless the user chose a size
+    threads = os.environ.get("OMP_NUM_THREADS", str(max((os.cpu_count() or 1) // 2, 1)))
+    assert {line.split()[1] for line in log.read_text().splitlines()} == {threads}
     assert in_workers.value.failed == in_parent.value.failed
     _assert_same(ResultsStore(tmp_path / "one"), ResultsStore(tmp_path / "two"))
     for trial, info in _failure_files(tmp_path / "two").items():
@@ -287,7 +295,7 @@ def test_parent_plays_a_small_run_without_waiting_for_workers(write_config, tmp_
     start = time.perf_counter()
     store = _run(path, tmp_path / "out", n_jobs=2)
     assert store.done() == set(range(8))
-    assert set(log.read_text().split()) == {str(os.getpid())}, "the parent should have played all 8 quick trials"
+    assert _players(log) == {str(os.getpid())}, "the parent should have played all 8 quick trials"
     assert time.perf_counter() - start < 30
 
 
@@ -321,8 +329,8 @@ def _alive(pid: int) -> bool:
 
 
 def _start_slow_run(write_config, tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path, set[int]]:
-    """``privgame run --n-jobs 2`` of 2-second trials in a subprocess, returned once a worker plays one, with the
-    processes it has started then."""
+    """``privgame run --n-jobs 2`` of 2-second trials in a subprocess, returned once a worker plays one and a trial
+    is stored, with the processes it has started then."""
     log = tmp_path / "pids"
     path = _faulty(write_config, name="slow", repetitions=10, sleep=2.0, log=str(log))
     out = tmp_path / "out"
@@ -331,7 +339,8 @@ def _start_slow_run(write_config, tmp_path: Path) -> tuple[subprocess.Popen[str]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and set(log.read_text().split()) - {str(proc.pid)}:
+        worker_played = log.exists() and _players(log) - {str(proc.pid)}
+        if worker_played and any((out / "trials").glob("trial-*.parquet")):
             break
         time.sleep(0.1)
     assert proc.poll() is None, "the run ended before its workers played a trial"

@@ -4,7 +4,8 @@
 below ``fail`` it raises, below ``fail + exit`` it calls ``sys.exit(3)`` (what a careless plugin does), so
 which trials fail is fixed by their seeds.  ``only_if`` names a file: the faults happen only while it exists,
 so a test can make a run fail and its resume succeed.  ``sleep`` makes each trial last that long, and ``log``
-appends the playing process's id to a file, so a test can tell which processes played trials.
+appends the playing process's id (and its ``OMP_NUM_THREADS``) to a file, so a test can tell which processes
+played trials.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Faulty(Mechanism):
         draw = rng.random()
         if self.log:
             with open(self.log, "a") as fh:
-                fh.write(f"{os.getpid()}\n")
+                fh.write(f"{os.getpid()} {os.environ.get('OMP_NUM_THREADS', '-')}\n")
         if self.sleep:
             time.sleep(self.sleep)
         armed = not self.only_if or os.path.exists(self.only_if)
