@@ -293,9 +293,13 @@ def run(args: argparse.Namespace) -> int:
 
     from analysis._checks import check_int
     from analysis.fidelity import fidelity_report
+    from games.resources import output_file_problem
 
     out = Path(args.out)
     _check_suffix(out)
+    problem = output_file_problem(out, what="--out", create_parents=True)
+    if problem is not None:
+        raise ValueError(f"{problem}.")
     seed = check_int("--seed", args.seed, low=0)
     if args.rows is not None:
         check_int("--rows", args.rows, low=1)
