@@ -125,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     validate = sub.add_parser("validate", help="check every estimator's promise on games with known ε")
-    validate.add_argument("--quick", action="store_true", help="100 repetitions (about a minute on 2 cores)")
+    validate.add_argument("--quick", action="store_true", help="100 repetitions (about 3 minutes on 2 busy cores)")
     validate.add_argument("--repetitions", type=int, default=500, help="audits per combination (default 500)")
     validate.add_argument("--confidence", type=float, nargs="+", default=[0.95, 0.7], help="default: 0.95 0.7")
     validate.add_argument("--seed", type=int, default=0)
