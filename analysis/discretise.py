@@ -40,6 +40,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -168,8 +169,7 @@ class ColumnBins:
     def decode(self, codes: NDArray[np.int64], rng: np.random.Generator) -> pd.Categorical | NDArray[Any]:
         """Values for ``codes``: categories, or values drawn uniformly within their bins (one uniform per row)."""
         if self.dtype == "category":
-            dtype = pd.CategoricalDtype(categories=list(self.categories), ordered=self.ordered)
-            return pd.Categorical.from_codes(codes, dtype=dtype)
+            return pd.Categorical.from_codes(codes, dtype=_categorical_dtype(self.categories, self.ordered))
         edges = np.asarray(self.edges, dtype=np.float64)
         low, high = edges[codes], edges[codes + 1]
         u = rng.random(codes.shape[0])
@@ -274,6 +274,12 @@ class Discretisation:
             )
         columns = {col.name: col.decode(arr[:, j], rng) for j, col in enumerate(self.columns)}
         return pd.DataFrame(columns, index=pd.RangeIndex(arr.shape[0]))
+
+
+@functools.lru_cache(maxsize=256)
+def _categorical_dtype(categories: tuple[Hashable, ...], ordered: bool) -> pd.CategoricalDtype:
+    """The ``CategoricalDtype`` of a category list, built once (pandas validates the categories each time)."""
+    return pd.CategoricalDtype(categories=list(categories), ordered=ordered)
 
 
 def check_table(name: str, data: Any) -> pd.DataFrame:
@@ -559,6 +565,33 @@ def fixed_bins(
         edge of an integer column, and a bin of an integer column that holds no integer.
     """
     table = check_table("data", data)
+    # the type of n_bins too: 20.0 and True equal 20 and 1 as keys but are refused
+    key: Any = (tuple(table.dtypes.items()), ranges, type(n_bins), n_bins, bins)
+    try:
+        cached = _FIXED_BINS.get(key)
+    except TypeError:  # a mapping or list argument: not hashable, computed every time
+        cached, key = None, None
+    if cached is None:
+        cached = _fixed_bins(table, ranges, n_bins, bins)
+        if key is not None:
+            if len(_FIXED_BINS) >= _FIXED_BINS_SIZE:
+                _FIXED_BINS.pop(next(iter(_FIXED_BINS)))
+            _FIXED_BINS[key] = cached
+    return cached
+
+
+_FIXED_BINS: dict[Any, Discretisation] = {}
+"""The discretisations of the recent (schema, ranges, n_bins, bins) calls of :func:`fixed_bins` (they depend on
+nothing else, and a generator run in a loop asks for the same one every time)."""
+_FIXED_BINS_SIZE = 64
+
+
+def _fixed_bins(
+    table: pd.DataFrame,
+    ranges: Mapping[str, tuple[float, float]] | Iterable[tuple[str, float, float]],
+    n_bins: int,
+    bins: Mapping[str, Any] | Iterable[tuple[str, Any]] | None,
+) -> Discretisation:
     n = check_int("n_bins", n_bins, low=1)
     bounds = {column: (lo, hi) for column, lo, hi in public_ranges(ranges)}
     specs = _check_bins_columns(table, public_bins(() if bins is None else bins))

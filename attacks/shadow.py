@@ -31,6 +31,7 @@ __all__ = [
     "best_threshold",
     "check_forest_params",
     "fit_forest",
+    "forest_proba",
     "shadow_dataset",
     "shadow_features",
 ]
@@ -153,6 +154,26 @@ def fit_forest(
     return forest
 
 
+def forest_proba(classifier: Any, x: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
+    """``classifier.predict_proba(x)``; for a fitted RandomForest, tree by tree without sklearn's per-call checks.
+
+    The forest's own ``predict_proba`` validates the input and starts a joblib loop on every call (about 13 ms for
+    100 trees and one row, five times the trees' own work); the trees' ``predict_proba(check_input=False)`` summed
+    in estimator order and divided by their number is the same computation, bit for bit, as the forest's with
+    ``n_jobs=1``.
+    """
+    from sklearn.ensemble import RandomForestClassifier
+
+    if not isinstance(classifier, RandomForestClassifier) or not hasattr(classifier, "estimators_"):
+        return np.asarray(classifier.predict_proba(x), dtype=np.float64)
+    rows = np.ascontiguousarray(x, dtype=np.float32)
+    total = np.zeros((rows.shape[0], len(classifier.classes_)), dtype=np.float64)
+    for tree in classifier.estimators_:
+        total += tree.predict_proba(rows, check_input=False)
+    total /= len(classifier.estimators_)
+    return total
+
+
 @dataclass(eq=False)
 class ShadowClassifier:
     """A fitted shadow-modelling attack: features of a release, standardised, into a trained classifier.
@@ -223,6 +244,6 @@ class ShadowClassifier:
         if len(targets) != 1 or int(targets[0]) != 0:
             raise ValueError(f"a shadow classifier is fitted for one target (index 0), got targets {targets!r}.")
         x = (self.featurise(release)[None, :] - self.mean) / self.scale
-        proba = self.classifier.predict_proba(x)
+        proba = forest_proba(self.classifier, x)
         column = list(self.classifier.classes_).index(1) if 1 in self.classifier.classes_ else None
         return np.array([proba[0, column] if column is not None else 0.0], dtype=np.float64)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,8 @@ __all__ = [
 MAX_TABLE_CELLS = 1 << 26
 """The largest full-domain table (cells) that is materialised (512 MiB of float64)."""
 
+_BATCH_CELLS = 1 << 22  # joint cells counted by one bincount when scoring candidates (16 MiB of int32)
+_INT32_CELLS = 1 << 31  # joint cells that int32 indices can address
 _CHUNK_CELLS = 1 << 21  # cells of cumulative probabilities gathered at once when sampling (16 MiB)
 
 Candidate = tuple[int, tuple[int, ...]]
@@ -121,8 +124,11 @@ class MutualInformation:
         # x log x for every possible count, so that an entropy is one gather and one sum
         counts = np.arange(self.n + 1, dtype=np.float64)
         self._xlogx = counts * np.log(np.maximum(counts, 1.0))
+        self._log = np.log(np.maximum(counts, 1.0))
+        self._cards = np.asarray(self.cards, dtype=np.int64)
         self._parents: dict[tuple[int, ...], tuple[NDArray[np.int64], int, float]] = {}
-        self._pairs: dict[Candidate, float] = {}
+        self._by_parents: dict[tuple[int, ...], NDArray[np.float64]] = {}
+        self._h_single = np.array([self._parent_set((c,))[2] for c in range(len(self.cards))], dtype=np.float64)
 
     def entropy(self, index: NDArray[np.int64]) -> float:
         """Entropy (nats) of the empirical distribution of the non-negative integers ``index``."""
@@ -144,17 +150,71 @@ class MutualInformation:
 
     def __call__(self, child: int, parents: tuple[int, ...]) -> float:
         """I(X_child; X_parents); 0 for no parents."""
-        if not parents:
-            return 0.0
-        key = (child, parents)
-        value = self._pairs.get(key)
-        if value is None:
-            pa_index, _, h_parents = self._parent_set(parents)
-            h_child = self._parent_set((child,))[2]
-            joint = pa_index * self.cards[child] + self.codes[:, child]
-            value = max(h_child + h_parents - self.entropy(joint), 0.0)
-            self._pairs[key] = value
-        return value
+        return float(self.children(parents, np.array([child], dtype=np.int64))[0])
+
+    def children(self, parents: tuple[int, ...], children: NDArray[np.int64]) -> NDArray[np.float64]:
+        """I(X_c; X_parents) for every column ``c`` of ``children`` (0 for no parents); see :meth:`rows`."""
+        return self.rows([parents], children)[0]
+
+    def rows(self, parent_sets: Sequence[tuple[int, ...]], children: NDArray[np.int64]) -> NDArray[np.float64]:
+        """I(X_c; X_Π) for every parent set Π of ``parent_sets`` (rows) and column c of ``children`` (columns).
+
+        Cached per parent set.  The joint entropies not yet cached are computed together: every (Π, c) pair's
+        joint cell index gets an offset of its own, one ``numpy.bincount`` counts them all, and
+        H(X, Π) = log n − (1/n) Σ_rows log count(row's cell) (the sum over rows of log count equals the sum over
+        cells of count · log count), so that no pass over the mostly empty joint cells is needed.  One count holds
+        at most ``_BATCH_CELLS`` joint cells (more parent sets are split into several counts).
+        """
+        out = np.zeros((len(parent_sets), children.shape[0]), dtype=np.float64)
+        pending: list[tuple[int, tuple[int, ...]]] = []
+        for i, parents in enumerate(parent_sets):
+            if not parents:
+                continue
+            known = self._by_parents.get(parents)
+            if known is None:
+                known = np.full(len(self.cards), np.nan)
+                self._by_parents[parents] = known
+            if np.isnan(known[children]).any():
+                pending.append((i, parents))
+            else:
+                out[i] = known[children]
+        cards = self._cards[children]
+        row_cells = [self._parent_set(ps)[1] * int(cards.sum()) for _, ps in pending]  # joint cells per set
+        start = 0
+        while start < len(pending):
+            stop, cells = start + 1, row_cells[start]
+            while stop < len(pending) and cells + row_cells[stop] <= _BATCH_CELLS:
+                cells += row_cells[stop]
+                stop += 1
+            group = pending[start:stop]
+            # int32 halves the memory traffic when the joint cells of one count allow it
+            dtype: type[np.signedinteger[Any]] = np.int32 if cells < _INT32_CELLS else np.int64
+            stacked = np.stack([self._parent_set(ps)[0] for _, ps in group])  # (P, n)
+            pa: NDArray[np.signedinteger[Any]] = stacked.astype(dtype)
+            sizes = np.array([self._parent_set(ps)[1] for _, ps in group], dtype=np.int64)[:, None] * cards[None, :]
+            offsets = (np.cumsum(sizes.ravel()) - sizes.ravel()).reshape(sizes.shape).astype(dtype)
+            index: NDArray[np.signedinteger[Any]] = pa[:, None, :] * cards.astype(dtype)[None, :, None]
+            index += self.codes[:, children].T.astype(dtype)[None, :, :]
+            index += offsets[:, :, None]
+            counts = np.bincount(index.ravel(), minlength=cells)
+            h_joint = np.log(self.n) - self._log[counts[index]].sum(axis=2) / self.n  # (P, m)
+            for (i, parents), h in zip(group, h_joint, strict=True):
+                known = self._by_parents[parents]
+                known[children] = np.maximum(self._h_single[children] + self._parent_set(parents)[2] - h, 0.0)
+                out[i] = known[children]
+            start = stop
+        return out
+
+    def many(self, candidates: Sequence[Candidate]) -> NDArray[np.float64]:
+        """I(X_child; X_parents) of every (child, parents) candidate, in order (see :meth:`children`)."""
+        by_parents: dict[tuple[int, ...], list[int]] = {}
+        for child, parents in candidates:
+            by_parents.setdefault(parents, []).append(child)
+        for parents, kids in by_parents.items():
+            self.children(parents, np.array(kids, dtype=np.int64))
+        return np.fromiter(
+            (self._by_parents[ps][c] if ps else 0.0 for c, ps in candidates), dtype=np.float64, count=len(candidates)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,9 +261,9 @@ def greedy_network(codes: NDArray[np.int64], cards: Sequence[int], k: int, *, ro
     parents: list[tuple[int, ...]] = [()]
     remaining = [c for c in range(d) if c != root]
     while remaining:
-        size = min(k, len(order))
-        candidates = [(child, ps) for ps in combinations(sorted(order), size) for child in remaining]
-        scores = np.fromiter((mutual_information(c, ps) for c, ps in candidates), np.float64, len(candidates))
+        parent_sets = list(combinations(sorted(order), min(k, len(order))))
+        candidates = [(child, ps) for ps in parent_sets for child in remaining]
+        scores = mutual_information.rows(parent_sets, np.array(remaining, dtype=np.int64)).ravel()
         child, ps = candidates[select(scores, candidates)]
         order.append(child)
         parents.append(ps)

@@ -313,11 +313,10 @@ def selection_logits(
     mi = np.asarray(scores, dtype=np.float64)
     if n < 2:
         return np.zeros_like(mi)
-    binary = np.fromiter(
-        (cards[child] == 2 or math.prod(cards[p] for p in parents) == 2 for child, parents in candidates),
-        dtype=bool,
-        count=len(candidates),
-    )
+    cells = {ps: math.prod(cards[p] for p in ps) for ps in dict.fromkeys(ps for _, ps in candidates)}
+    child_cards = np.fromiter((cards[child] for child, _ in candidates), dtype=np.int64, count=len(candidates))
+    parent_cells = np.fromiter((cells[ps] for _, ps in candidates), dtype=np.int64, count=len(candidates))
+    binary = (child_cards == 2) | (parent_cells == 2)
     sensitivity = np.where(binary, mutual_information_sensitivity(n, True), mutual_information_sensitivity(n, False))
     return epsilon_step * mi / (2.0 * sensitivity)
 

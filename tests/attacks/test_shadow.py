@@ -11,7 +11,7 @@ from attacks._tables import TableSchema
 from attacks.distance import mixed_distances
 from attacks.groundhog import groundhog_features
 from attacks.knowledge import BlackBox, Knowledge, require_knowledge
-from attacks.shadow import best_threshold, shadow_dataset, shadow_features
+from attacks.shadow import best_threshold, fit_forest, forest_proba, shadow_dataset, shadow_features
 from mechanisms.synth import Synthpop
 
 
@@ -105,3 +105,23 @@ def test_groundhog_features_have_a_fixed_width_and_no_nan():
     assert f.shape == g.shape == (3 * 5 + 10 + 10,) and np.isfinite(f).all() and np.isfinite(g).all()
     with pytest.raises(ValueError, match="n_bins must be"):
         Groundhog(n_bins=0)
+
+
+def test_forest_proba_is_the_forests_own_predict_proba_bit_for_bit():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(120, 30)).astype(np.float32)
+    y = (x[:, 0] + 0.5 * rng.normal(size=120) > 0).astype(np.int8)
+    forest = fit_forest(x, y, n_estimators=25, max_depth=4, rng=rng, n_jobs=2)
+    rows = rng.normal(size=(7, 30))  # float64: converted like predict_proba converts it
+    assert np.array_equal(forest_proba(forest, rows), forest.predict_proba(rows))
+    assert np.array_equal(forest_proba(forest, rows[:1]), forest.predict_proba(rows[:1]))
+
+
+def test_forest_proba_falls_back_to_predict_proba_for_other_classifiers():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(50, 3))
+    y = (x[:, 0] > 0).astype(int)
+    model = LogisticRegression().fit(x, y)
+    assert np.array_equal(forest_proba(model, x[:5]), model.predict_proba(x[:5]))

@@ -86,6 +86,29 @@ def test_mutual_information_matches_sklearn(cards: tuple[int, ...]) -> None:
     assert mi(0, ()) == 0.0
 
 
+@pytest.mark.parametrize(("batch", "int32"), [(1 << 22, 1 << 31), (1, 1 << 31), (5000, 0)])
+def test_batched_mutual_information_matches_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, batch: int, int32: int
+) -> None:
+    # batches of one parent set each, batches of several, and int64 indices: the same numbers as sklearn's
+    import mechanisms.synth._bayes as bayes
+
+    monkeypatch.setattr(bayes, "_BATCH_CELLS", batch)
+    monkeypatch.setattr(bayes, "_INT32_CELLS", int32)
+    cards = (3, 5, 4, 7, 2, 30)
+    codes = _random_codes(400, cards, 7)
+    codes[:, 0] = (codes[:, 1] + codes[:, 3]) % 3
+    mi = MutualInformation(codes, cards)
+    parent_sets = [(1, 3), (2, 5), (1, 2), (3, 5)]
+    children = np.array([0, 4, 2, 1], dtype=np.int64)
+    table = mi.rows(parent_sets, children)
+    for i, parents in enumerate(parent_sets):
+        pa, _ = combined_index(codes, parents, cards)
+        for j, child in enumerate(children):
+            assert table[i, j] == pytest.approx(mutual_info_score(codes[:, child], pa), abs=1e-12)
+    assert mi.many([(0, (1, 3)), (4, ()), (2, (2, 5))]).tolist() == [table[0, 0], 0.0, table[1, 2]]
+
+
 def test_greedy_network_with_argmax_recovers_a_chain() -> None:
     codes = _chain(2000, 0)
     cards = (4, 4, 2, 3)
