@@ -133,10 +133,11 @@ def epsilon_for_event(
     try:
         acct.compose(event)
         return float(acct.get_epsilon(d))
-    except (OverflowError, MemoryError) as exc:  # e.g. DP-SGD at σ = 1e-3: a PLD grid of 5e9 points (38 GiB)
+    except (OverflowError, MemoryError) as exc:  # σ = 1e-3 (a PLD grid of 5e9 points, 38 GiB), or T = 1e9 steps
         raise ValueError(
-            f"the {accountant} accountant of dp_accounting cannot account {event!r}: its noise is too small to "
-            f"discretise ({type(exc).__name__}: {exc})."
+            f"the {accountant} accountant of dp_accounting cannot account {event!r}: its privacy-loss distribution "
+            "is too large to compute, the noise being too small or the compositions too many "
+            f"({type(exc).__name__}: {exc})."
         ) from None
 
 

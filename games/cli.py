@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 from analysis.reporting import TABLE_FORMATS, format_table
 from games import synth_cli
+from games._text import printable
+from games.resources import check_n_jobs
 
 if TYPE_CHECKING:
     from games.config import ExperimentConfig
@@ -160,7 +162,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from games.resources import writable_directory_problem
     from games.runner import DaskScheduler, RunInterrupted, TrialsFailed, run_experiment
 
-    _check_n_jobs(args.n_jobs)
+    check_n_jobs(args.n_jobs, what="--n-jobs")
     dask = None
     if args.dask_scheduler is not None:
         timeout = 10.0 if args.dask_timeout is None else args.dask_timeout
@@ -323,7 +325,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     repetitions = 100 if args.quick else args.repetitions
     if repetitions < 1:
         raise ValueError(f"--repetitions must be at least 1, got {repetitions}.")
-    _check_n_jobs(args.n_jobs)
+    check_n_jobs(args.n_jobs, what="--n-jobs")
     _check_seed(args.seed)
     _check_output_file(args.output, "--output")
     table = validate(
@@ -380,11 +382,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_n_jobs(n_jobs: int) -> None:
-    if n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"--n-jobs must be a positive integer or -1, got {n_jobs} (-1: all cores).")
-
-
 def _check_seed(seed: int) -> None:
     if seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {seed}.")
@@ -408,15 +405,6 @@ def _write_text(path: str | None, text: str) -> None:
         Path(path).write_text(text)
     except OSError as exc:
         raise ValueError(f"cannot write {path!r}: {exc.strerror or exc}.") from None
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (terminal escape codes, newlines) shown escaped, e.g. ``\\x1b``.
-
-    Every message the command prints goes through this, so a name from a config or a results directory cannot
-    move the cursor, recolour the terminal or forge extra lines.
-    """
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

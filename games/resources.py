@@ -24,6 +24,7 @@ from typing import Any
 
 __all__ = [
     "PLAN_BYTES_PER_TRIAL",
+    "check_n_jobs",
     "format_bytes",
     "memory_problem",
     "output_file_problem",
@@ -160,3 +161,16 @@ def output_file_problem(path: str | Path, *, what: str, create_parents: bool = F
     if not parent.is_dir():
         return f"{what} {str(p)!r}: {str(parent)!r} is a file, not a folder"
     return None
+
+
+def check_n_jobs(n_jobs: object, *, what: str = "n_jobs") -> int:
+    """Return ``n_jobs`` if it is a positive int or -1 (joblib's "all cores"); else raise one line naming ``what``.
+
+    Raises
+    ------
+    ValueError
+        For 0, values below -1, booleans and non-integers.
+    """
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"{what} must be a positive integer or -1, got {n_jobs!r} (-1: all cores).")
+    return n_jobs

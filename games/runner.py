@@ -32,6 +32,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWorkerError is one
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -44,7 +45,9 @@ from tqdm.auto import tqdm
 
 from analysis.cache import ArtefactCache
 from games._base import AnalysisSettings, TrialContext, TrialOutcome
+from games._text import printable
 from games.config import ExperimentConfig, GridPoint
+from games.resources import check_n_jobs, writable_directory_problem
 from games.store import FORMAT_VERSION, ResultsStore, StoreError, describe_trials
 
 __all__ = [
@@ -175,19 +178,33 @@ def _attempt(
             error = f"SystemExit: the trial's code called sys.exit({exc.code!r})"
         else:
             error = "".join(traceback.format_exception_only(exc)).strip()
-        failure = {
-            "trial": trial.index,
-            "grid_point": trial.grid_index,
-            "repetition": trial.repetition,
-            "spawn_key": "/".join(map(str, trial.seed.spawn_key)),
-            "params": {key: _cell(value) for key, value in point.params.items()},
-            "error": error,
-            "traceback": "".join(traceback.format_exception(exc)),
-            "seconds": time.perf_counter() - start,
-            "failed_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        }
-        return _Attempt(trial.index, failure=failure)
+        return _failed(point, trial, error, "".join(traceback.format_exception(exc)), time.perf_counter() - start)
     return _Attempt(index, row, outcome, records)
+
+
+def _failed(point: GridPoint, trial: Trial, error: str, trace: str, seconds: float) -> _Attempt:
+    """The failure record of a trial (stored in the results directory's ``failures/``)."""
+    failure = {
+        "trial": trial.index,
+        "grid_point": trial.grid_index,
+        "repetition": trial.repetition,
+        "spawn_key": "/".join(map(str, trial.seed.spawn_key)),
+        "params": {key: _cell(value) for key, value in point.params.items()},
+        "error": error,
+        "traceback": trace,
+        "seconds": seconds,
+        "failed_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    return _Attempt(trial.index, failure=failure)
+
+
+def _worker_lost(job: tuple[Any, ...], exc: BaseException, what: str) -> _Attempt:
+    """The failure record of a trial whose worker process died under it (``what`` says how often / where)."""
+    error = (
+        f"the worker process playing this trial died {what} (killed from outside, or out of memory): "
+        f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    )
+    return _failed(job[0], job[1], error, "".join(traceback.format_exception(exc)), 0.0)
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -475,6 +492,7 @@ class RunInterrupted(KeyboardInterrupt):
 _OnResult = Callable[[_Attempt], bool]  # store one attempt; True: stop the run
 #: whether the parent plays trials while the workers start (tests switch it off to give the workers every trial)
 PARENT_PLAYS_WHILE_WORKERS_START = True
+_WORKER_DEATHS = 2  # a trial in flight when this many worker pools broke is recorded as failed
 #: bounds on the parent's trial time before workers are started (see :func:`_worker_start_delay`)
 _START_DELAY_BOUNDS = (0.5, 10.0)
 
@@ -541,7 +559,8 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
     queue = deque(jobs)  # the trials neither the parent nor a worker has taken yet
     lock = threading.Lock()
     ready, stop = threading.Event(), threading.Event()
-    finished: SimpleQueue[Future[_Attempt] | BaseException | None] = SimpleQueue()  # None: the feeder is done
+    # a future, a trial lost with its worker, an error of the feeder's, or None: the feeder is done
+    finished: SimpleQueue[Future[_Attempt] | _Attempt | BaseException | None] = SimpleQueue()
 
     def feed() -> None:
         executor = None
@@ -560,16 +579,44 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
                 if stop.wait(0.05):
                     return
             ready.set()
-            in_flight: set[Future[_Attempt]] = set()
+            in_flight: dict[Future[_Attempt], tuple[Any, ...]] = {}
+            strikes: dict[int, int] = {}  # trial index -> pools that broke while it was in flight
             while not stop.is_set():
                 with lock:
                     while queue and len(in_flight) < 2 * n_workers:
-                        in_flight.add(executor.submit(_attempt, *queue.popleft()))
+                        job = queue.popleft()
+                        in_flight[executor.submit(_attempt, *job)] = job
                 if not in_flight:
                     return
-                done, in_flight = wait(in_flight, timeout=0.2, return_when=FIRST_COMPLETED)
-                for future in done:
-                    finished.put(future)
+                done, _ = wait(set(in_flight), timeout=0.2, return_when=FIRST_COMPLETED)
+                broken = next((f.exception() for f in done if isinstance(f.exception(), BrokenProcessPool)), None)
+                if broken is None:
+                    for future in done:
+                        del in_flight[future]
+                        finished.put(future)
+                    continue
+                # a worker died (SIGKILL, out of memory): loky fails every trial in flight with it.  Each gets a
+                # strike and is played again on a fresh pool; one that was in flight at two deaths is recorded
+                # as failed, so a trial that kills its worker every time cannot stop the run.
+                wait(set(in_flight))
+                lost = list(in_flight.values())
+                in_flight.clear()
+                again = []
+                for job in lost:
+                    strikes[job[1].index] = strikes.get(job[1].index, 0) + 1
+                    if strikes[job[1].index] >= _WORKER_DEATHS:
+                        finished.put(_worker_lost(job, broken, f"{_WORKER_DEATHS} times"))
+                    else:
+                        again.append(job)
+                with lock:
+                    queue.extendleft(reversed(again))
+                executor = get_reusable_executor(
+                    max_workers=n_workers,
+                    timeout=300,
+                    initializer=_end_with_parent,
+                    initargs=(os.getpid(),),
+                    env=_worker_env(n_workers),
+                )
         except BaseException as exc:  # handed to the calling thread, which raises it
             finished.put(exc)
         finally:
@@ -597,7 +644,7 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
                 break
             if isinstance(item, BaseException):
                 raise item
-            if on_result(item.result()):
+            if on_result(item if isinstance(item, _Attempt) else item.result()):
                 return
     finally:
         stop.set()
@@ -620,8 +667,13 @@ def _run_dask(jobs: Sequence[tuple[Any, ...]], dask: DaskScheduler, n_workers: i
             client.submit(_attempt, *job, key=f"privgame-trial-{job[1].index:06d}-{run}", pure=False) for job in jobs
         ]
         try:
+            killed_worker = _distributed().KilledWorker
+            job_of = {future.key: job for future, job in zip(futures, jobs, strict=True)}
             for future in _distributed().as_completed(futures):
-                attempt = future.result()
+                try:
+                    attempt = future.result()
+                except killed_worker as exc:  # the scheduler retried it on other workers, and each one died
+                    attempt = _worker_lost(job_of[future.key], exc, "on every worker the scheduler tried")
                 future.release()
                 if on_result(attempt):
                     return
@@ -703,8 +755,10 @@ def run_experiment(
     RunInterrupted
         On Ctrl-C (a ``KeyboardInterrupt``), once the workers are stopped; every finished trial is stored.
     """
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}.")
+    check_n_jobs(n_jobs)
+    problem = writable_directory_problem(out, what="out")
+    if problem is not None:
+        raise ValueError(f"{problem}.")
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
     _check_reachable(dask)
     epsilons = _analytic_epsilons(config, progress)
@@ -723,7 +777,7 @@ def run_experiment(
     bar = tqdm(
         total=config.n_trials,
         initial=config.n_trials - len(pending),
-        desc=config.name,
+        desc=printable(config.name),
         unit="trial",
         disable=not progress,
         file=sys.stderr,

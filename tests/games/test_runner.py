@@ -431,3 +431,58 @@ def test_dry_run_reports_a_failing_trial(write_config, tmp_path, capsys):
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run"]) == 1
     assert "the timed trial failed: trial 0 failed: RuntimeError: deliberate failure" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("n_jobs", [0, -2, True, 1.5, "2"])
+def test_run_experiment_refuses_a_bad_n_jobs_before_anything(write_config, tmp_path, n_jobs):
+    with pytest.raises(ValueError, match=r"^n_jobs must be a positive integer or -1, got "):
+        run_experiment(load_config(write_config()), tmp_path / "out", n_jobs=n_jobs, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_experiment_refuses_an_out_it_cannot_write(write_config, tmp_path):
+    config = load_config(write_config())
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(ValueError, match=r"^out '.*afile' is a file, not a directory\.$"):
+        run_experiment(config, afile, progress=False)
+    with pytest.raises(ValueError, match=r"^out .*cannot be a directory: '.*afile' is a file\.$"):
+        run_experiment(config, afile / "sub", progress=False)
+    with pytest.raises(ValueError, match=r"^out is empty; give a directory\.$"):
+        run_experiment(config, "", progress=False)
+
+
+def test_progress_labels_show_control_characters_escaped(write_config, tmp_path, capsys):
+    path = write_config({"experiment": {"name": "NAME"}})
+    path.write_text(path.read_text().replace('"NAME"', '"evil\\u001b[2J\\nname"'))  # TOML escapes
+    run_experiment(load_config(path), tmp_path / "out", progress=True)
+    err = capsys.readouterr().err
+    assert "evil\\x1b[2J\\nname" in err
+    assert "\x1b[2J" not in err
+
+
+def test_a_trial_that_kills_its_worker_is_recorded_and_the_run_goes_on(write_config, tmp_path, monkeypatch):
+    """SIGKILL inside a worker (what the OOM killer does) breaks loky's pool: the trials in flight are played
+    again on a new pool, a trial in flight at two deaths is recorded as failed, and a resume completes the run."""
+    armed = tmp_path / "armed"
+    armed.write_text("")
+    with pytest.raises(TrialsFailed) as reference:  # the same draws decide which trials kill their worker
+        _run(_faulty(write_config, name="reference", fail=0.3), tmp_path / "reference")
+    culprits = set(reference.value.failed)
+    assert culprits and len(culprits) < 8
+    path = _faulty(write_config, kill=0.3, spare_pid=os.getpid(), only_if=str(armed))
+    monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)
+    out = tmp_path / "out"
+    with pytest.raises(TrialsFailed) as killed:
+        _run(path, out, n_jobs=2)
+    assert culprits <= set(killed.value.failed)
+    failures = _failure_files(out)
+    for trial in culprits:
+        assert failures[trial]["error"].startswith("the worker process playing this trial died 2 times")
+        assert "SIGKILL" in failures[trial]["error"]
+    stored = ResultsStore(out).done()
+    assert stored == set(range(8)) - set(killed.value.failed)
+    armed.unlink()
+    resumed = _run(path, out, n_jobs=2)
+    assert resumed.done() == set(range(8))
+    _assert_same(resumed, _run(path, tmp_path / "clean", n_jobs=1))

@@ -354,3 +354,47 @@ def test_dead_address_through_the_api(write_config, tmp_path):
             dask_scheduler=DaskScheduler("tcp://127.0.0.1:9", connect_timeout=1),
         )
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_trial_that_kills_every_worker_is_recorded_as_failed(write_config, tmp_path, monkeypatch):
+    """The scheduler retries a trial whose worker dies; when every retry's worker dies too (a trial that needs
+    more memory than any worker has), the trial is recorded as failed with the reason and the run goes on."""
+    pytest.importorskip("distributed")
+    from games.config import load_config
+    from games.runner import TrialsFailed
+
+    plugins = Path(__file__).parent / "plugins"
+    monkeypatch.syspath_prepend(str(plugins))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]))
+
+    def config(name: str, **mechanism: object) -> Path:
+        return write_config(
+            {
+                "experiment": {"plugins": ["faulty_mechanisms"], "repetitions": 3},
+                "mechanism": {"name": "test-faulty", **mechanism},
+            },
+            name=name,
+        )
+
+    with pytest.raises(TrialsFailed) as reference:  # the same draws decide which trial kills its workers
+        run_experiment(load_config(config("reference", fail=0.2)), tmp_path / "reference", progress=False)
+    culprits = set(reference.value.failed)
+    assert 1 <= len(culprits) <= 2
+    with pytest.raises(TrialsFailed) as killed:
+        run_experiment(
+            load_config(config("killer", kill=0.2, spare_pid=os.getpid())),
+            tmp_path / "out",
+            n_jobs=2,
+            progress=False,
+            dask_scheduler="local",
+        )
+    assert set(killed.value.failed) == culprits
+    for trial in culprits:
+        info = json.loads((tmp_path / "out" / "failures" / f"trial-{trial:06d}.json").read_text())
+        assert info["error"].startswith("the worker process playing this trial died on every worker the scheduler")
+        assert "KilledWorker" in info["error"]
+    assert ResultsStore(tmp_path / "out").done() == set(range(6)) - culprits
+    if "test-faulty" in MECHANISMS:
+        MECHANISMS.unregister("test-faulty")
+    sys.modules.pop("faulty_mechanisms", None)
