@@ -150,18 +150,10 @@ def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
     if isinstance(data, pd.Series):
         data = data.to_frame()
     if isinstance(data, pd.DataFrame):
-        schema = []
-        for c in data.columns:
-            dtype = data[c].dtype
-            entry: list[Any] = [type(c).__name__, str(c), repr(dtype)]
-            if isinstance(dtype, pd.CategoricalDtype):
-                cats = dtype.categories
-                entry += [bool(dtype.ordered), str(cats.dtype), [[type(x).__name__, str(x)] for x in cats]]
-            schema.append(entry)
-        h.update(json.dumps([data.shape[0], schema]).encode())
-        for c in data.columns:
-            col = data[c]
-            values = col.cat.codes.to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy()
+        h.update(json.dumps([data.shape[0], _schema(data)]).encode())
+        for j in range(data.shape[1]):
+            col = data.iloc[:, j].array
+            values = col.codes if isinstance(col, pd.Categorical) else col.to_numpy()
             h.update(np.ascontiguousarray(values).tobytes() if values.dtype != object else str(list(values)).encode())
         return h.hexdigest()
     arr = np.asarray(data)
@@ -170,6 +162,55 @@ def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
     h.update(json.dumps([arr.dtype.str, list(arr.shape)]).encode())
     h.update(np.ascontiguousarray(arr).tobytes())
     return h.hexdigest()
+
+
+def _schema(data: pd.DataFrame) -> list[list[Any]]:
+    """The column names, dtypes and category lists of ``data`` as JSON-able lists (memoised per schema)."""
+    signature = tuple(
+        (type(c), str(c), dtype, str(dtype.categories.dtype) if isinstance(dtype, pd.CategoricalDtype) else "")
+        for c, dtype in zip(data.columns, data.dtypes, strict=True)
+    )
+    try:
+        cached = _SCHEMAS.get(signature)
+    except TypeError:  # an unhashable dtype: described every time
+        cached, signature = None, None
+    if cached is None:
+        cached = []
+        for c, dtype in zip(data.columns, data.dtypes, strict=True):
+            entry: list[Any] = [type(c).__name__, str(c), repr(dtype)]
+            if isinstance(dtype, pd.CategoricalDtype):
+                cats = dtype.categories
+                entry += [bool(dtype.ordered), str(cats.dtype), [[type(x).__name__, str(x)] for x in cats]]
+            cached.append(entry)
+        if signature is not None:
+            if len(_SCHEMAS) >= 64:
+                _SCHEMAS.pop(next(iter(_SCHEMAS)))
+            _SCHEMAS[signature] = cached
+    return cached
+
+
+_SCHEMAS: dict[Any, list[list[Any]]] = {}
+
+
+def _exact_signature(data: pd.DataFrame) -> Any | None:
+    """A hashable description of ``data``'s schema when every column is numpy-numeric or categorical, else None."""
+    signature = []
+    for c, dtype in zip(data.columns, data.dtypes, strict=True):
+        if isinstance(dtype, pd.CategoricalDtype):
+            signature.append((type(c), str(c), dtype, str(dtype.categories.dtype)))
+        elif isinstance(dtype, np.dtype) and dtype.kind in "iuf":
+            signature.append((type(c), str(c), dtype, ""))
+        else:
+            return None
+    try:
+        hash(tuple(signature))
+    except TypeError:
+        return None
+    return tuple(signature)
+
+
+_PARQUET_EXACT: dict[Any, bool] = {}
+"""Per schema (see :func:`_exact_signature`): whether a table of it reads back from Parquet identical."""
 
 
 def seed_identity(seed: np.random.SeedSequence) -> dict[str, Any]:
@@ -291,9 +332,22 @@ class ArtefactCache:
         frame = table.reset_index(drop=True)
         frame.to_parquet(buf, index=False)
         payload = buf.getvalue()
-        try:
-            pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(payload)), frame, check_exact=True)
-        except AssertionError:
+        # Whether Parquet carries a table exactly depends only on its schema when every column is numeric or
+        # categorical (the values of such columns always survive), so the read-back check runs once per schema
+        # for those; a table with another column (object, string, datetime ...) is checked every time.
+        signature = _exact_signature(frame)
+        verdict = _PARQUET_EXACT.get(signature) if signature is not None else None
+        if verdict is None:
+            try:
+                pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(payload)), frame, check_exact=True)
+                verdict = True
+            except AssertionError:
+                verdict = False
+            if signature is not None:
+                if len(_PARQUET_EXACT) >= 64:
+                    _PARQUET_EXACT.pop(next(iter(_PARQUET_EXACT)))
+                _PARQUET_EXACT[signature] = verdict
+        if not verdict:
             return False
         self._put("table", key, payload)
         return True

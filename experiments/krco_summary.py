@@ -3,7 +3,7 @@
 Run after the four experiments (``privgame run experiments/krco_adult_{synthpop,baynet,privbayes,synthpop_small}.toml
 --out runs/krco_{...}``)::
 
-    python experiments/krco_summary.py --figure docs/figures/krco_scatter.png
+    python experiments/krco_summary.py --figure docs/figures/krco_scatter.png   # [--runs runs]
 
 prints a Markdown table (one row per generator and grid point) and draws the per-record scatter, one panel each.
 """
@@ -21,10 +21,10 @@ from analysis.reporting import format_table
 from games.report import records_results
 
 RUNS = {
-    "Synthpop": "runs/krco_synthpop",
-    "BayNet (k = 1)": "runs/krco_baynet",
-    "PrivBayes": "runs/krco_privbayes",
-    "Synthpop, |D| = 200": "runs/krco_synthpop_small",
+    "Synthpop": "krco_synthpop",
+    "BayNet (k = 1)": "krco_baynet",
+    "PrivBayes": "krco_privbayes",
+    "Synthpop, |D| = 200": "krco_synthpop_small",
 }
 PAPER = "Krčo et al. (Adult, |D| = 1,000): MR(0.8) 0.73–0.94 across generators (Synthpop 0.94), RMSD 0.04–0.11"
 
@@ -32,9 +32,11 @@ PAPER = "Krčo et al. (Adult, |D| = 1,000): MR(0.8) 0.73–0.94 across generator
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--figure", default="docs/figures/krco_scatter.png")
+    parser.add_argument("--runs", default="runs", help="the folder holding the four results directories")
     args = parser.parse_args()
     rows, panels = [], []
-    for label, root in RUNS.items():
+    for label, name in RUNS.items():
+        root = Path(args.runs) / name
         if not (Path(root) / "manifest.json").exists():
             print(f"(skipping {label}: {root} has no results)")
             continue

@@ -188,6 +188,29 @@ def test_a_table_parquet_cannot_carry_exactly_is_not_cached(tmp_path):
     assert cache.put_table(key, _table())
 
 
+def test_the_parquet_round_trip_is_checked_once_per_numeric_schema(tmp_path, monkeypatch):
+    import analysis.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "_PARQUET_EXACT", {})
+    reads = []
+    real = pd.read_parquet
+    monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: reads.append(1) or real(*a, **k))
+    cache = ArtefactCache(tmp_path)
+    base = _table()
+    for i in range(3):  # the same schema, other values: checked once
+        assert cache.put_table(make_key(i=i), base.assign(b=base["b"] + i))
+    assert len(reads) == 1
+    assert not cache.put_table(make_key(i=10), pd.DataFrame({"x": pd.Categorical([1, 2])}))
+    assert not cache.put_table(make_key(i=11), pd.DataFrame({"x": pd.Categorical([2, 2], categories=[1, 2])}))
+    assert len(reads) == 2
+    for i in range(2):  # an object column: its values decide, checked every time (pandas 3 reads back str)
+        cache.put_table(make_key(i=20 + i), pd.DataFrame({"s": ["a", str(i)]}, dtype=object))
+    assert len(reads) == 4
+    for i in range(3):
+        back = cache.get_table(make_key(i=i))
+        pd.testing.assert_frame_equal(back, base.assign(b=base["b"] + i))
+
+
 def test_default_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     from analysis.cache import default_cache_dir
 
