@@ -166,7 +166,7 @@ def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
 
 def _schema(data: pd.DataFrame) -> list[list[Any]]:
     """The column names, dtypes and category lists of ``data`` as JSON-able lists (memoised per schema)."""
-    signature = tuple(
+    signature: Any = tuple(
         (type(c), str(c), dtype, str(dtype.categories.dtype) if isinstance(dtype, pd.CategoricalDtype) else "")
         for c, dtype in zip(data.columns, data.dtypes, strict=True)
     )
@@ -194,7 +194,7 @@ _SCHEMAS: dict[Any, list[list[Any]]] = {}
 
 def _exact_signature(data: pd.DataFrame) -> Any | None:
     """A hashable description of ``data``'s schema when every column is numpy-numeric or categorical, else None."""
-    signature = []
+    signature: list[Any] = []
     for c, dtype in zip(data.columns, data.dtypes, strict=True):
         if isinstance(dtype, pd.CategoricalDtype):
             signature.append((type(c), str(c), dtype, str(dtype.categories.dtype)))
