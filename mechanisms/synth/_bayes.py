@@ -166,6 +166,8 @@ class MutualInformation:
         at most ``_BATCH_CELLS`` joint cells (more parent sets are split into several counts).
         """
         out = np.zeros((len(parent_sets), children.shape[0]), dtype=np.float64)
+        if self.n == 0:
+            return out  # no rows: every entropy, and so every mutual information, is 0
         pending: list[tuple[int, tuple[int, ...]]] = []
         for i, parents in enumerate(parent_sets):
             if not parents:

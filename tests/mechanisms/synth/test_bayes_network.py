@@ -109,6 +109,12 @@ def test_batched_mutual_information_matches_one_at_a_time(
     assert mi.many([(0, (1, 3)), (4, ()), (2, (2, 5))]).tolist() == [table[0, 0], 0.0, table[1, 2]]
 
 
+def test_mutual_information_of_no_rows_is_zero() -> None:
+    mi = MutualInformation(np.zeros((0, 3), dtype=np.int64), (2, 3, 4))
+    assert mi(0, (1, 2)) == 0.0
+    assert mi.rows([(0,), (1, 2)], np.array([2, 0], dtype=np.int64)).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
 def test_greedy_network_with_argmax_recovers_a_chain() -> None:
     codes = _chain(2000, 0)
     cards = (4, 4, 2, 3)
