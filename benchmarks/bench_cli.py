@@ -8,7 +8,8 @@
    second finding them in the cache; then ``privgame report`` on its results (target: ≤ 2 s).
 
 Ends with one JSON line: ``python_seconds``, ``help_seconds``, ``list_seconds`` (and their ratios to python),
-``quickstart_seconds_1``, ``quickstart_seconds_2``, ``dpsgd_run_cold_seconds``, ``dpsgd_run_warm_seconds``,
+``quickstart_seconds_1``, ``quickstart_seconds_2``, ``quickstart_ratio_2_to_1`` (the median ratio of runs
+taken in turn), ``dpsgd_run_cold_seconds``, ``dpsgd_run_warm_seconds``,
 ``report_dpsgd_seconds``, the run counts, the cores and the load average when it started (timings taken on a
 loaded machine are inflated).  ``privgame`` is the console script beside this interpreter (``python -m
 games.cli`` where there is none).  ``--quick`` runs each command fewer times (a smoke test).
@@ -78,7 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs of each command (smoke test)")
     args = parser.parse_args()
-    startup_runs, run_runs = (3, 1) if args.quick else (7, 3)
+    startup_runs, run_runs = (3, 1) if args.quick else (7, 5)
     load = os.getloadavg()[0]
     cmd = privgame()
     print(f"{os.cpu_count()} cores, load average {load:.2f} at the start; privgame = {' '.join(cmd)}")
@@ -91,18 +92,20 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_cli.") as tmp:
         work = Path(tmp)
-        quick: dict[int, float] = {}
-        for n_jobs in (1, 2):
-            times = []
-            for k in range(run_runs):
+        # the two run in turn (1, 2, 1, 2 ...) and are compared pair by pair, so that the machine's drift
+        # during the benchmark (a few tenths of a second on a shared VM) does not decide the comparison
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for k in range(run_runs):
+            for n_jobs in (1, 2):
                 out = work / f"quickstart-{n_jobs}-{k}"
-                times.append(
+                times[n_jobs].append(
                     timed([*cmd, "run", str(QUICKSTART), "--out", str(out), "--no-progress", "--n-jobs", str(n_jobs)])
                 )
-            quick[n_jobs] = statistics.median(times)
+        quick = {n: statistics.median(t) for n, t in times.items()}
+        ratio = statistics.median(b / a for a, b in zip(times[1], times[2], strict=True))
         print(
             f"quickstart (100 trials): --n-jobs 1 {quick[1]:.2f} s, --n-jobs 2 {quick[2]:.2f} s "
-            f"(median of {run_runs}, fresh --out each)"
+            f"(median of {run_runs}, fresh --out each); paired ratio 2 / 1: {ratio:.3f}"
         )
 
         env = {**os.environ, "PRIVGAME_CACHE_DIR": str(work / "cache")}  # empty: the first run calibrates σ
@@ -124,6 +127,7 @@ def main() -> None:
                 "list_ratio": round(list_s / python_s, 2),
                 "quickstart_seconds_1": round(quick[1], 3),
                 "quickstart_seconds_2": round(quick[2], 3),
+                "quickstart_ratio_2_to_1": round(ratio, 3),
                 "dpsgd_run_cold_seconds": round(cold, 2),
                 "dpsgd_run_warm_seconds": round(warm, 2),
                 "report_dpsgd_seconds": round(report_s, 3),
