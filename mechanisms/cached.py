@@ -1,7 +1,7 @@
 """Releases through the artefact cache: a mechanism's output on given data with a given seed, computed once.
 
 A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the source
-of the mechanism's package and the numerical libraries' versions, the input data's content, the seed's entropy
+of the mechanism's package and of ``analysis/`` and the numerical libraries' versions, the input data's content, the seed's entropy
 and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
 Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; other releases are
 recomputed every time until a codec for them is added here (trained models will bring theirs).  Shadow
@@ -31,7 +31,8 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
         artefact="release",
         mechanism=mechanism,
         privgame=privgame_version(),
-        code=code_fingerprint(type(mechanism).__module__),
+        # the mechanism's own package and ``analysis`` (discretisation, checks), which every generator uses
+        code=[code_fingerprint(type(mechanism).__module__), code_fingerprint("analysis.cache")],
         data=content_hash(data),
         seed=seed_identity(seed),
     )
