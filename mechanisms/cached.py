@@ -1,8 +1,8 @@
 """Releases through the artefact cache: a mechanism's output on given data with a given seed, computed once.
 
 A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the source
-of the mechanism's package and of ``analysis/`` and the numerical libraries' versions, the input data's content, the seed's entropy
-and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
+of the mechanism's package and of ``analysis/`` and the numerical libraries' versions, the input data's content,
+the seed's entropy and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
 Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; other releases are
 recomputed every time until a codec for them is added here (trained models will bring theirs).  Shadow
 modelling (``attacks/``) and the record games (``games/record.py``) both go through these functions, so a killed
