@@ -336,7 +336,16 @@ def _start_slow_run(write_config, tmp_path: Path) -> tuple[subprocess.Popen[str]
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "games.cli", "run", str(path), "--out", str(out), "--n-jobs", "2", "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    # SIGINT back to its default in the child: a suite started in the background (`cmd &` in a script) inherits
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt, so Ctrl-C would have nothing to test
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None:
         worker_played = log.exists() and _players(log) - {str(proc.pid)}
