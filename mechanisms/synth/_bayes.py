@@ -7,7 +7,8 @@ in ``range(cards[j])`` (see :mod:`analysis.discretise`).
 * :func:`combined_index` turns a set of columns into one mixed-radix index per row (first column most significant,
   the C order of ``numpy.ravel_multi_index``), so that contingency tables are one ``numpy.bincount``.
 * :class:`MutualInformation` computes I(X; Π) = H(X) + H(Π) − H(X, Π) (natural log) from such counts, caching the
-  entropies of single columns and parent sets: the greedy search asks for each (child, parents) pair many times.
+  entropies of single columns and parent sets and each pair's I, and scores all new pairs of a greedy step in one
+  count (:meth:`MutualInformation.rows`).
 * :func:`greedy_network` is the GreedyBayes structure search of PrivBayes (Zhang et al. 2017, Algorithm 4) with a
   pluggable choice rule: the argmax (BayNet, as DataSynthesizer without noise) or the exponential mechanism
   (PrivBayes).
@@ -150,11 +151,7 @@ class MutualInformation:
 
     def __call__(self, child: int, parents: tuple[int, ...]) -> float:
         """I(X_child; X_parents); 0 for no parents."""
-        return float(self.children(parents, np.array([child], dtype=np.int64))[0])
-
-    def children(self, parents: tuple[int, ...], children: NDArray[np.int64]) -> NDArray[np.float64]:
-        """I(X_c; X_parents) for every column ``c`` of ``children`` (0 for no parents); see :meth:`rows`."""
-        return self.rows([parents], children)[0]
+        return float(self.rows([parents], np.array([child], dtype=np.int64))[0, 0])
 
     def rows(self, parent_sets: Sequence[tuple[int, ...]], children: NDArray[np.int64]) -> NDArray[np.float64]:
         """I(X_c; X_Π) for every parent set Π of ``parent_sets`` (rows) and column c of ``children`` (columns).
@@ -206,17 +203,6 @@ class MutualInformation:
                 out[i] = known[children]
             start = stop
         return out
-
-    def many(self, candidates: Sequence[Candidate]) -> NDArray[np.float64]:
-        """I(X_child; X_parents) of every (child, parents) candidate, in order (see :meth:`children`)."""
-        by_parents: dict[tuple[int, ...], list[int]] = {}
-        for child, parents in candidates:
-            by_parents.setdefault(parents, []).append(child)
-        for parents, kids in by_parents.items():
-            self.children(parents, np.array(kids, dtype=np.int64))
-        return np.fromiter(
-            (self._by_parents[ps][c] if ps else 0.0 for c, ps in candidates), dtype=np.float64, count=len(candidates)
-        )
 
 
 @dataclass(frozen=True, slots=True)
