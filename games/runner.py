@@ -562,18 +562,21 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
     # a future, a trial lost with its worker, an error of the feeder's, or None: the feeder is done
     finished: SimpleQueue[Future[_Attempt] | _Attempt | BaseException | None] = SimpleQueue()
 
+    def start_pool() -> Any:  # a fresh pool when the last one broke (loky's reusable executor makes one)
+        return get_reusable_executor(
+            max_workers=n_workers,
+            timeout=300,
+            initializer=_end_with_parent,
+            initargs=(os.getpid(),),
+            env=_worker_env(n_workers),
+        )
+
     def feed() -> None:
         executor = None
         try:
             if stop.wait(delay):
                 return  # the parent played every trial: no worker was needed
-            executor = get_reusable_executor(
-                max_workers=n_workers,
-                timeout=300,
-                initializer=_end_with_parent,
-                initargs=(os.getpid(),),
-                env=_worker_env(n_workers),
-            )
+            executor = start_pool()
             pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
             while parent_plays and not any(p.done() for p in pings):
                 if stop.wait(0.05):
@@ -595,28 +598,25 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
                         del in_flight[future]
                         finished.put(future)
                     continue
-                # a worker died (SIGKILL, out of memory): loky fails every trial in flight with it.  Each gets a
-                # strike and is played again on a fresh pool; one that was in flight at two deaths is recorded
-                # as failed, so a trial that kills its worker every time cannot stop the run.
+                # a worker died (SIGKILL, out of memory): loky fails every trial in flight with it.  Each of those
+                # gets a strike and is played again on a fresh pool; one that was in flight at two deaths is
+                # recorded as failed, so a trial that kills its worker every time cannot stop the run.  A trial
+                # that finished before the pool broke keeps its result.
                 wait(set(in_flight))
-                lost = list(in_flight.values())
-                in_flight.clear()
                 again = []
-                for job in lost:
+                for future, job in in_flight.items():
+                    if not isinstance(future.exception(), BrokenProcessPool):
+                        finished.put(future)
+                        continue
                     strikes[job[1].index] = strikes.get(job[1].index, 0) + 1
                     if strikes[job[1].index] >= _WORKER_DEATHS:
                         finished.put(_worker_lost(job, broken, f"{_WORKER_DEATHS} times"))
                     else:
                         again.append(job)
+                in_flight.clear()
                 with lock:
                     queue.extendleft(reversed(again))
-                executor = get_reusable_executor(
-                    max_workers=n_workers,
-                    timeout=300,
-                    initializer=_end_with_parent,
-                    initargs=(os.getpid(),),
-                    env=_worker_env(n_workers),
-                )
+                executor = start_pool()
         except BaseException as exc:  # handed to the calling thread, which raises it
             finished.put(exc)
         finally:
