@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from analysis._memo import BoundedMemo
+
 __all__ = [
     "ArtefactCache",
     "CacheError",
@@ -164,53 +166,44 @@ def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
     return h.hexdigest()
 
 
-def _schema(data: pd.DataFrame) -> list[list[Any]]:
-    """The column names, dtypes and category lists of ``data`` as JSON-able lists (memoised per schema)."""
-    signature: Any = tuple(
+def _schema_signature(data: pd.DataFrame) -> tuple[tuple[Any, ...], ...]:
+    """A hashable description of ``data``'s columns: name (with its type), dtype and the categories' dtype."""
+    return tuple(
         (type(c), str(c), dtype, str(dtype.categories.dtype) if isinstance(dtype, pd.CategoricalDtype) else "")
         for c, dtype in zip(data.columns, data.dtypes, strict=True)
     )
-    try:
-        cached = _SCHEMAS.get(signature)
-    except TypeError:  # an unhashable dtype: described every time
-        cached, signature = None, None
-    if cached is None:
-        cached = []
+
+
+def _schema(data: pd.DataFrame) -> list[list[Any]]:
+    """The column names, dtypes and category lists of ``data`` as JSON-able lists (memoised per schema)."""
+
+    def describe() -> list[list[Any]]:
+        schema = []
         for c, dtype in zip(data.columns, data.dtypes, strict=True):
             entry: list[Any] = [type(c).__name__, str(c), repr(dtype)]
             if isinstance(dtype, pd.CategoricalDtype):
                 cats = dtype.categories
                 entry += [bool(dtype.ordered), str(cats.dtype), [[type(x).__name__, str(x)] for x in cats]]
-            cached.append(entry)
-        if signature is not None:
-            if len(_SCHEMAS) >= 64:
-                _SCHEMAS.pop(next(iter(_SCHEMAS)))
-            _SCHEMAS[signature] = cached
-    return cached
+            schema.append(entry)
+        return schema
+
+    return _SCHEMAS.get(_schema_signature(data), describe)
 
 
-_SCHEMAS: dict[Any, list[list[Any]]] = {}
+_SCHEMAS: BoundedMemo[list[list[Any]]] = BoundedMemo(64)
 
 
-def _exact_signature(data: pd.DataFrame) -> Any | None:
-    """A hashable description of ``data``'s schema when every column is numpy-numeric or categorical, else None."""
-    signature: list[Any] = []
-    for c, dtype in zip(data.columns, data.dtypes, strict=True):
-        if isinstance(dtype, pd.CategoricalDtype):
-            signature.append((type(c), str(c), dtype, str(dtype.categories.dtype)))
-        elif isinstance(dtype, np.dtype) and dtype.kind in "iuf":
-            signature.append((type(c), str(c), dtype, ""))
-        else:
-            return None
-    try:
-        hash(tuple(signature))
-    except TypeError:
-        return None
-    return tuple(signature)
+def _parquet_exact_schema(data: pd.DataFrame) -> bool:
+    """Whether every column is numpy-numeric or categorical: then Parquet carries the table exactly or not
+    depending on its schema alone (the values of such columns always survive)."""
+    return all(
+        isinstance(dtype, pd.CategoricalDtype) or (isinstance(dtype, np.dtype) and dtype.kind in "iuf")
+        for dtype in data.dtypes
+    )
 
 
-_PARQUET_EXACT: dict[Any, bool] = {}
-"""Per schema (see :func:`_exact_signature`): whether a table of it reads back from Parquet identical."""
+_PARQUET_EXACT: BoundedMemo[bool] = BoundedMemo(64)
+"""Per schema (see :func:`_parquet_exact_schema`): whether a table of it reads back from Parquet identical."""
 
 
 def seed_identity(seed: np.random.SeedSequence) -> dict[str, Any]:
@@ -332,21 +325,21 @@ class ArtefactCache:
         frame = table.reset_index(drop=True)
         frame.to_parquet(buf, index=False)
         payload = buf.getvalue()
+
         # Whether Parquet carries a table exactly depends only on its schema when every column is numeric or
         # categorical (the values of such columns always survive), so the read-back check runs once per schema
         # for those; a table with another column (object, string, datetime ...) is checked every time.
-        signature = _exact_signature(frame)
-        verdict = _PARQUET_EXACT.get(signature) if signature is not None else None
-        if verdict is None:
+        def reads_back() -> bool:
             try:
                 pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(payload)), frame, check_exact=True)
-                verdict = True
             except AssertionError:
-                verdict = False
-            if signature is not None:
-                if len(_PARQUET_EXACT) >= 64:
-                    _PARQUET_EXACT.pop(next(iter(_PARQUET_EXACT)))
-                _PARQUET_EXACT[signature] = verdict
+                return False
+            return True
+
+        if _parquet_exact_schema(frame):
+            verdict = _PARQUET_EXACT.get(_schema_signature(frame), reads_back)
+        else:
+            verdict = reads_back()
         if not verdict:
             return False
         self._put("table", key, payload)

@@ -53,6 +53,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from analysis._checks import check_int
+from analysis._memo import BoundedMemo
 
 __all__ = [
     "INTEGERS",
@@ -565,25 +566,15 @@ def fixed_bins(
         edge of an integer column, and a bin of an integer column that holds no integer.
     """
     table = check_table("data", data)
-    # the type of n_bins too: 20.0 and True equal 20 and 1 as keys but are refused
-    key: Any = (tuple(table.dtypes.items()), ranges, type(n_bins), n_bins, bins)
-    try:
-        cached = _FIXED_BINS.get(key)
-    except TypeError:  # a mapping or list argument: not hashable, computed every time
-        cached, key = None, None
-    if cached is None:
-        cached = _fixed_bins(table, ranges, n_bins, bins)
-        if key is not None:
-            if len(_FIXED_BINS) >= _FIXED_BINS_SIZE:
-                _FIXED_BINS.pop(next(iter(_FIXED_BINS)))
-            _FIXED_BINS[key] = cached
-    return cached
+    # the type of n_bins too: 20.0 and True equal 20 and 1 as keys but are refused; a mapping or list argument
+    # is not hashable, and its discretisation is computed every time
+    key = (tuple(table.dtypes.items()), ranges, type(n_bins), n_bins, bins)
+    return _FIXED_BINS.get(key, lambda: _fixed_bins(table, ranges, n_bins, bins))
 
 
-_FIXED_BINS: dict[Any, Discretisation] = {}
+_FIXED_BINS: BoundedMemo[Discretisation] = BoundedMemo(64)
 """The discretisations of the recent (schema, ranges, n_bins, bins) calls of :func:`fixed_bins` (they depend on
 nothing else, and a generator run in a loop asks for the same one every time)."""
-_FIXED_BINS_SIZE = 64
 
 
 def _fixed_bins(

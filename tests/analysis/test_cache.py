@@ -204,8 +204,9 @@ def test_a_table_parquet_cannot_carry_exactly_is_not_cached(tmp_path):
 
 def test_the_parquet_round_trip_is_checked_once_per_numeric_schema(tmp_path, monkeypatch):
     import analysis.cache as cache_module
+    from analysis._memo import BoundedMemo
 
-    monkeypatch.setattr(cache_module, "_PARQUET_EXACT", {})
+    monkeypatch.setattr(cache_module, "_PARQUET_EXACT", BoundedMemo(64))
     reads = []
     real = pd.read_parquet
     monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: reads.append(1) or real(*a, **k))
