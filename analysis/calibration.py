@@ -641,17 +641,20 @@ class CalibrationReport:
     confidence: float
     n_boot: int
 
-    def flat(self) -> dict[str, float]:
+    def flat(self, methods: Sequence[str] = METHODS) -> dict[str, float]:
         """The report as one flat dict: ``tpr_<method>_<f>``, ``fpr_<method>_<f>`` and their intervals.
 
         ``<f>`` is the nominal FPR written ``f"{f:g}"`` (0.001 → ``"0.001"``); the intervals are
         ``tpr_<method>_low_<f>`` / ``tpr_<method>_high_<f>`` (and ``fpr_...``), like ``auc_low_<game>`` elsewhere.
-        Methods in order: ``naive``, ``pp``, ``pp_t``, ``per_sample``.
+        Methods in order: ``naive``, ``pp``, ``pp_t``, ``per_sample``, or those of ``methods``.
         """
+        unknown = [name for name in methods if name not in METHODS]
+        if unknown:
+            raise ValueError(f"methods must be among {', '.join(METHODS)}, got {unknown[0]!r}.")
         out: dict[str, float] = {}
         for row in self.table.itertuples(index=False):
             f = f"{row.fpr:g}"
-            for method in METHODS:
+            for method in (name for name in METHODS if name in methods):
                 for rate in ("tpr", "fpr"):
                     name = f"{rate}_{method}"
                     out[f"{name}_{f}"] = float(getattr(row, name))

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis._checks import check_int
 from analysis.cache import ArtefactCache
@@ -82,6 +83,10 @@ class Knowledge:
     neighbours : {"replace", "add-remove"}, default="replace"
         The two worlds the adversary must tell apart: the target or a reference record among n (replace), or n
         records with the target against the n − 1 others alone (add-remove); shadows are built to match.
+    encoder : callable or None, default=None
+        The public encoding of records as model inputs, ``encoder(table) -> (x, y)`` (float32 features, int64
+        labels), for attacks on trained models: the games on models give the encoding their mechanism's inputs use
+        (:mod:`games.features`, built from the public domain only).  ``None`` for games on tables.
     """
 
     auxiliary: pd.DataFrame
@@ -89,6 +94,7 @@ class Knowledge:
     dataset_size: int
     oracle: BlackBox
     neighbours: str = "replace"
+    encoder: Callable[[pd.DataFrame], tuple[NDArray[np.float32], NDArray[np.int64]]] | None = None
 
     def __post_init__(self) -> None:
         for name in ("auxiliary", "targets"):
@@ -104,6 +110,8 @@ class Knowledge:
         check_int("dataset_size", self.dataset_size, low=2)
         if not isinstance(self.oracle, BlackBox):
             raise TypeError(f"oracle must be a BlackBox, got {type(self.oracle).__name__}.")
+        if self.encoder is not None and not callable(self.encoder):
+            raise TypeError(f"encoder must be callable or None, got {type(self.encoder).__name__}.")
         if self.neighbours not in ("replace", "add-remove"):
             raise ValueError(f"neighbours must be one of replace, add-remove, got {self.neighbours!r}.")
 

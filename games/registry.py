@@ -215,6 +215,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "games.record:RecordGames",
             "Both record games on the same targets with the same trained attack (miss rate and RMSD need the pair).",
         ),
+        "lira": Builtin(
+            "games.lira:LiRAGame",
+            "Efficient LiRA: M models on random halves of a pool, each the target of the others; three calibrated TPRs.",
+        ),
     },
     "mechanism": {
         "randomized-response": Builtin(
@@ -243,6 +247,25 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "DP-SGD on sklearn's digits with m input-space canaries; releases the final model.",
             requires=("torch",),
         ),
+        "logistic-regression": Builtin(
+            "mechanisms.training.models:LogisticRegressionClassifier",
+            "Multinomial logistic regression trained with Adam on mini-batches (non-private).",
+            requires=("torch",),
+        ),
+        "mlp": Builtin(
+            "mechanisms.training.models:MLPClassifier",
+            "A fully connected network trained with Adam on mini-batches (non-private).",
+            requires=("torch",),
+        ),
+        "gradient-boosted-trees": Builtin(
+            "mechanisms.training.trees:GradientBoostedTrees",
+            "Gradient-boosted decision trees (scikit-learn's ``HistGradientBoostingClassifier``), non-private.",
+        ),
+        "dpsgd-mlp": Builtin(
+            "mechanisms.dpsgd.classifier:DPSGDClassifier",
+            "The MLP of ``mlp`` (or logistic regression) trained with DP-SGD on the included records of a pool.",
+            requires=("torch",),
+        ),
         "dpsgd-whitebox": Builtin(
             "mechanisms.dpsgd.whitebox:DPSGDWhiteBox",
             "DP-SGD on sklearn's digits with m Dirac gradient canaries; releases each canary's summed descent.",
@@ -257,6 +280,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         "negative-loss": Builtin(
             "attacks.loss:NegativeLoss",
             "Score each target by minus its loss under the released model (members have lower loss).",
+        ),
+        "lira": Builtin(
+            "attacks.lira:LiRA",
+            "Carlini et al.'s likelihood-ratio attack on trained models, online or offline, with optional FPC.",
         ),
         "tapas-queries": Builtin(
             "attacks.queries:CountingQueries",

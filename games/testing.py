@@ -104,11 +104,37 @@ def _model_release() -> tuple[Any, np.ndarray]:
     return model.release(_bits(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
 
 
-def _knowledge() -> Any:
+def _encode(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The sample table as model inputs: age scaled and the grade one-hot; the label is the sex."""
+    grade = np.eye(5, dtype=np.float32)[table["grade"].cat.codes.to_numpy()]
+    x = np.column_stack([(table["age"].to_numpy(dtype=np.float32) - 17) / 73, grade]).astype(np.float32)
+    return x, table["sex"].cat.codes.to_numpy().astype(np.int64)
+
+
+def _dataset() -> Any:
+    from mechanisms.training.data import TrainingData
+
+    x, y = _encode(_table())
+    return TrainingData(x, y, np.arange(N_CANARIES) < N_CANARIES // 2)
+
+
+def _small_model() -> Mechanism:
+    from mechanisms.training.models import LogisticRegressionClassifier
+
+    return LogisticRegressionClassifier(epochs=2, batch_size=32, learning_rate=0.05)
+
+
+def _trained_model_release() -> tuple[Any, np.ndarray]:
+    return _small_model().release(_dataset(), rng=np.random.default_rng(1)), np.zeros(1, dtype=np.intp)
+
+
+def _knowledge(kind: str = "table") -> Any:
     from attacks.knowledge import BlackBox, Knowledge
     from mechanisms.synth import Synthpop
 
     table = _table()
+    if kind == "model":
+        return Knowledge(table.iloc[:150], table.iloc[[199]], 20, BlackBox(_small_model()), encoder=_encode)
     return Knowledge(table.iloc[:150], table.iloc[[199]], 20, BlackBox(Synthpop()))
 
 
@@ -119,6 +145,12 @@ def _canary_partners() -> tuple[Mechanism, Attack]:
     return RandomizedResponse(epsilon=1.0), Identity()
 
 
+def _dataset_partners() -> tuple[Mechanism, Attack]:
+    from attacks.lira import LiRA
+
+    return _small_model(), LiRA(n_shadows=4)
+
+
 def _table_partners() -> tuple[Mechanism, Attack]:
     from attacks import ClosestDistance
     from mechanisms.synth import BayNet
@@ -126,15 +158,17 @@ def _table_partners() -> tuple[Mechanism, Attack]:
     return BayNet(k=1), ClosestDistance(n_shadows=4)
 
 
-_INPUTS: dict[str, Callable[[], Any]] = {"canary-bits": _bits, "table": _table}
+_INPUTS: dict[str, Callable[[], Any]] = {"canary-bits": _bits, "table": _table, "dataset": _dataset}
 _RELEASES: dict[str, Callable[[], tuple[Any, np.ndarray]]] = {
     "per-canary-values": _rr_release,
     "model-with-canaries": _model_release,
+    "model": _trained_model_release,
     "table": _table_release,
 }
 _PARTNERS: dict[str, Callable[[], tuple[Mechanism, Attack]]] = {
     "canary-bits": _canary_partners,
     "table": _table_partners,
+    "dataset": _dataset_partners,
 }
 
 
@@ -145,7 +179,7 @@ class _Samples:
     inputs: Mapping[str, Callable[[], Any]]
     releases: Mapping[str, Callable[[], tuple[Any, np.ndarray]]]
     partners: Mapping[str, Callable[[], tuple[Mechanism, Attack]]]
-    knowledge: Callable[[], Any]
+    knowledge: Callable[[str], Any]  # by release kind: a table attack's black box runs a generator, a model's trains
 
 
 def _samples(
@@ -164,7 +198,7 @@ def _samples(
             **{k: const((r, np.asarray(t, dtype=np.intp))) for k, (r, t) in (releases or {}).items()},
         },
         partners={**_PARTNERS, **{k: const(v) for k, v in (partners or {}).items()}},
-        knowledge=_knowledge if knowledge is None else const(knowledge),
+        knowledge=_knowledge if knowledge is None else (lambda kind: knowledge),
     )
 
 
@@ -196,7 +230,12 @@ def _label(component: Any) -> str:
 
 
 def _comparable(release: Any, n: int) -> np.ndarray:
-    """A numeric view of a release: a table's values (category codes), a model's losses on the n canaries."""
+    """A numeric view of a release: a table's values (category codes), a trained model's arrays, a model's losses
+    on the n canaries."""
+    from mechanisms.training.release import ModelRelease
+
+    if isinstance(release, ModelRelease):
+        return np.concatenate([np.ravel(v).astype(np.float64) for v in release.to_arrays().values() if v.dtype.kind in "fiub"])
     if isinstance(release, pd.DataFrame):
         return np.column_stack(
             [release[c].cat.codes if isinstance(release[c].dtype, pd.CategoricalDtype) else release[c] for c in release]
@@ -204,6 +243,12 @@ def _comparable(release: Any, n: int) -> np.ndarray:
     if hasattr(release, "losses"):
         return np.asarray(release.losses(np.arange(n)), dtype=np.float64)
     return np.asarray(release, dtype=np.float64)
+
+
+def _is_float32_model(release: Any) -> bool:
+    from mechanisms.training.release import ModelRelease
+
+    return isinstance(release, ModelRelease) and any(v.dtype == np.float32 for v in release.to_arrays().values())
 
 
 def _same_outcome(a: TrialOutcome, b: TrialOutcome) -> bool:
@@ -338,11 +383,15 @@ def check_release_reproducible(mechanism: Mechanism, samples: _Samples) -> None:
 
 def check_release_runs(mechanism: Mechanism, samples: _Samples) -> None:
     """``release_runs`` (the multi-run game's batched path) equals separate releases, up to rounding."""
+    from mechanisms.training.data import TrainingData
+
     first = _sample(samples.inputs, mechanism.input_kind, "input", "inputs")
     if isinstance(first, pd.DataFrame):
         second: Any = first.iloc[::-1].reset_index(drop=True)
     elif isinstance(first, np.ndarray) and first.dtype == bool:
         second = ~first
+    elif isinstance(first, TrainingData):  # a pool: the other half of it
+        second = TrainingData(first.x, first.y, ~first.include, n_classes=first.n_classes)
     else:
         second = first
     data = [first, second]
@@ -352,7 +401,9 @@ def check_release_runs(mechanism: Mechanism, samples: _Samples) -> None:
     for k, (d, seed, release) in enumerate(zip(data, (3, 4), batched, strict=True)):
         alone = _comparable(mechanism.release(d, rng=np.random.default_rng(seed)), len(d))
         got = _comparable(release, len(d))
-        if got.shape != alone.shape or not np.allclose(got, alone, rtol=0, atol=1e-10, equal_nan=True):
+        # float32 models (the trained networks) round in the batched products at about 1e-6
+        atol = 1e-4 if _is_float32_model(release) else 1e-10
+        if got.shape != alone.shape or not np.allclose(got, alone, rtol=0, atol=atol, equal_nan=True):
             raise AssertionError(f"{_label(mechanism)}: release_runs' run {k} differs from release() with its rng")
 
 
@@ -418,8 +469,8 @@ def check_attack_kinds(attack: Attack, samples: _Samples) -> None:
 
 def check_attack_scores(attack: Attack, samples: _Samples) -> None:
     """For every accepted release kind: one finite float64 per target, a finite threshold, reproducible fitting."""
-    knowledge = samples.knowledge() if attack.needs == "auxiliary" else None
     for kind in sorted(attack.accepts):
+        knowledge = samples.knowledge(kind) if attack.needs == "auxiliary" else None
         release, targets = _sample(samples.releases, kind, "release", "releases")
         where = f"{_label(attack)} on a {kind!r} release"
         scores = []

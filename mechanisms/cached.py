@@ -3,8 +3,10 @@
 A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the source
 of the mechanism's package and of ``analysis/`` and the numerical libraries' versions, the input data's content,
 the seed's entropy and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
-Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; other releases are
-recomputed every time until a codec for them is added here (trained models will bring theirs).  Shadow
+Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; trained models
+(``release_kind == "model"`` on a :class:`mechanisms.training.data.TrainingData`) as the npz of their arrays
+(:meth:`mechanisms.training.release.ModelRelease.to_arrays`, decoded by
+:func:`mechanisms.training.release.decode_release`); other releases are recomputed every time.  Shadow
 modelling (``attacks/``) and the record games (``games/record.py``) both go through these functions, so a killed
 run resumes without repeating a finished generator run, and two games on the same target share their shadows.
 """
@@ -19,23 +21,51 @@ import pandas as pd
 
 from analysis.cache import ArtefactCache, code_fingerprint, content_hash, make_key, privgame_version, seed_identity
 from mechanisms._base import Mechanism
+from mechanisms.training.data import TrainingData
+from mechanisms.training.release import ModelRelease, decode_release
 
 __all__ = ["cached_release", "cached_release_many", "release_key"]
 
 
 def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -> str | None:
     """The cache key of ``mechanism.release(data, rng=default_rng(seed))``; ``None`` when it is not cacheable."""
-    if mechanism.release_kind != "table" or not isinstance(data, pd.DataFrame | np.ndarray):
+    if mechanism.release_kind == "table" and isinstance(data, pd.DataFrame | np.ndarray):
+        # the mechanism's own package and ``analysis`` (discretisation, checks), which every generator uses
+        code = [code_fingerprint(type(mechanism).__module__), code_fingerprint("analysis.cache")]
+        content: Any = content_hash(data)
+    elif mechanism.release_kind == "model" and isinstance(data, TrainingData):
+        # the trainers share mechanisms/training (data, release, the network trainer) and mechanisms/dpsgd
+        # (the models' initialisation, DP-SGD)
+        code = [
+            code_fingerprint(type(mechanism).__module__),
+            code_fingerprint("mechanisms.training.data"),
+            code_fingerprint("mechanisms.dpsgd.models"),
+            code_fingerprint("analysis.cache"),
+        ]
+        content = {
+            "x": content_hash(data.x),
+            "y": content_hash(data.y),
+            "include": content_hash(data.include),
+            "n_classes": data.n_classes,
+            "size": data.public_size,
+        }
+    else:
         return None
     return make_key(
         artefact="release",
         mechanism=mechanism,
         privgame=privgame_version(),
-        # the mechanism's own package and ``analysis`` (discretisation, checks), which every generator uses
-        code=[code_fingerprint(type(mechanism).__module__), code_fingerprint("analysis.cache")],
-        data=content_hash(data),
+        code=code,
+        data=content,
         seed=seed_identity(seed),
     )
+
+
+def _get(cache: ArtefactCache, mechanism: Mechanism, key: str) -> Any | None:
+    if mechanism.release_kind == "model":
+        arrays = cache.get_arrays(key)
+        return None if arrays is None else decode_release(arrays)
+    return cache.get_table(key)
 
 
 def cached_release_many(
@@ -58,7 +88,7 @@ def cached_release_many(
     keys = [release_key(mechanism, d, s) if cache is not None else None for d, s in zip(data, seeds, strict=True)]
     todo = []
     for i, key in enumerate(keys):
-        hit = cache.get_table(key) if cache is not None and key is not None else None
+        hit = _get(cache, mechanism, key) if cache is not None and key is not None else None
         if hit is None:
             todo.append(i)
         else:
@@ -84,7 +114,10 @@ def cached_release_many(
 
 def _store(cache: ArtefactCache | None, key: str | None, release: Any) -> Any:
     if cache is not None and key is not None:
-        cache.put_table(key, release)
+        if isinstance(release, ModelRelease):
+            cache.put_arrays(key, release.to_arrays())
+        else:
+            cache.put_table(key, release)
     return release
 
 

@@ -13,12 +13,13 @@ from mechanisms import Mechanism, RandomizedResponse
 
 
 def test_builtins_registered():
-    assert GAMES.names() == ["multi-run", "one-run", "record", "record-model-seeded", "record-traditional"]
+    assert GAMES.names() == ["lira", "multi-run", "one-run", "record", "record-model-seeded", "record-traditional"]
     assert MECHANISMS.names() == [
-        "baynet", "dpsgd-blackbox", "dpsgd-whitebox", "gaussian", "privbayes", "randomized-response", "synthpop"
+        "baynet", "dpsgd-blackbox", "dpsgd-mlp", "dpsgd-whitebox", "gaussian", "gradient-boosted-trees",
+        "logistic-regression", "mlp", "privbayes", "randomized-response", "synthpop"
     ]  # fmt: skip
     assert ATTACKS.names() == [
-        "closest-distance", "exact-copies", "groundhog", "identity", "negative-loss", "tapas-queries"
+        "closest-distance", "exact-copies", "groundhog", "identity", "lira", "negative-loss", "tapas-queries"
     ]  # fmt: skip
     assert MECHANISMS.get("randomized-response") is RandomizedResponse
 
@@ -26,7 +27,7 @@ def test_builtins_registered():
 def test_unknown_name_lists_registered_names():
     with pytest.raises(
         UnknownNameError,
-        match="mechanism name must be one of baynet, dpsgd-blackbox, dpsgd-whitebox, gaussian, privbayes, random",
+        match="mechanism name must be one of baynet, dpsgd-blackbox, dpsgd-mlp, dpsgd-whitebox, gaussian, gradient-",
     ):
         MECHANISMS.get("x")
 

@@ -7,14 +7,18 @@ fails."""
 from __future__ import annotations
 
 from attacks import ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
+from attacks.lira import LiRA
 from games import MultiRunGame, OneRunGame
+from games.lira import LiRAGame
 from games.record import ModelSeededRecordGame, RecordGames, TraditionalRecordGame
 from games.registry import ATTACKS, GAMES, MECHANISMS
 from games.testing import checks_for, parametrize_with_checks
 from mechanisms import GaussianMechanism, RandomizedResponse
 from mechanisms.dpsgd.blackbox import DPSGDBlackBox
+from mechanisms.dpsgd.classifier import DPSGDClassifier
 from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 from mechanisms.synth import BayNet, PrivBayes, Synthpop
+from mechanisms.training import GradientBoostedTrees, LogisticRegressionClassifier, MLPClassifier
 
 EXAMPLES = {
     ("game", "one-run"): OneRunGame(m=100, k_pos=10, k_neg=10),
@@ -22,16 +26,22 @@ EXAMPLES = {
     ("game", "record-traditional"): TraditionalRecordGame(dataset_size=50, rounds=4),
     ("game", "record-model-seeded"): ModelSeededRecordGame(dataset_size=50, rounds=4, neighbours="add-remove"),
     ("game", "record"): RecordGames(dataset_size=50, rounds=4),
+    ("game", "lira"): LiRAGame(pool_size=200, n_models=6, n_boot=40),
     ("mechanism", "randomized-response"): RandomizedResponse(epsilon=1.0),
     ("mechanism", "gaussian"): GaussianMechanism(sigma=1.0),
     # σ = 3 keeps the PLD accountant's ε fast (0.4 s a δ against 2.5 s at σ = 1)
     ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=3.0, steps=5, train_rows=100),
     ("mechanism", "dpsgd-blackbox"): DPSGDBlackBox(noise_multiplier=3.0, steps=5, train_rows=100),
+    ("mechanism", "logistic-regression"): LogisticRegressionClassifier(epochs=2),
+    ("mechanism", "mlp"): MLPClassifier(hidden=(8,), epochs=2),
+    ("mechanism", "gradient-boosted-trees"): GradientBoostedTrees(max_iter=5),
+    ("mechanism", "dpsgd-mlp"): DPSGDClassifier(noise_multiplier=3.0, steps=5, hidden=(8,)),
     ("mechanism", "synthpop"): Synthpop(),
     ("mechanism", "baynet"): BayNet(k=2),
     ("mechanism", "privbayes"): PrivBayes(epsilon=1.0, k=1, ranges={"age": (17, 90)}),
     ("attack", "negative-loss"): NegativeLoss(),
     ("attack", "identity"): Identity(),
+    ("attack", "lira"): LiRA(n_shadows=4),
     ("attack", "tapas-queries"): CountingQueries(n_shadows=4, n_estimators=5),
     ("attack", "groundhog"): Groundhog(n_shadows=4, n_estimators=5),
     ("attack", "closest-distance"): ClosestDistance(n_shadows=4),

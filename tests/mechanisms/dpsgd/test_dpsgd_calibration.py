@@ -26,7 +26,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
         seen.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("mechanisms.dpsgd.digits.dpsgd_noise_multiplier", spy)
+    monkeypatch.setattr("mechanisms.dpsgd.parameters.dpsgd_noise_multiplier", spy)
     return seen
 
 

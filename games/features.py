@@ -1,0 +1,100 @@
+"""Tabular records as model features: how the model games encode Adult and COMPAS for a classifier.
+
+A record becomes a float32 vector from the PUBLIC domain only (:func:`games.datasets.public_domain`), never from
+statistics of the data, so the encoding of a record is the same whichever records are in a training set and
+reveals nothing about them:
+
+- a categorical column becomes one indicator per public category (the missing value ``"?"`` is a category);
+- a numeric column with public bounds [lo, hi] becomes (v − lo)/(hi − lo), or, for the wide dollar-like columns
+  (hi − lo > 1,000: Adult's ``fnlwgt``, ``capital_gain``, ``capital_loss``), log1p(v − lo)/log1p(hi − lo).
+
+The label is a binary column: Adult's ``income`` (1 for ">50K"), COMPAS's ``two_year_recid``; it is not a
+feature.  Record ids are row numbers of the loaded population (Adult's train then test split).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+__all__ = ["LABELS", "ModelArrays", "encode", "model_arrays"]
+
+LABELS = {"adult": ("income", ">50K"), "compas": ("two_year_recid", 1)}
+_WIDE = 1_000
+
+
+@dataclass(frozen=True, eq=False)
+class ModelArrays:
+    """A population encoded for a classifier.
+
+    Attributes
+    ----------
+    x : ndarray of shape (N, d), float32
+    y : ndarray of shape (N,), int64
+        1 for the label column's positive value.
+    features : tuple of str
+        The name of each column of ``x`` (``"age"``, ``"sex=Male"``, …).
+    label : str
+        The label column.
+    """
+
+    x: NDArray[np.float32]
+    y: NDArray[np.int64]
+    features: tuple[str, ...]
+    label: str
+
+
+def encode(table: pd.DataFrame, data: str) -> ModelArrays:
+    """Encode ``table`` (rows of the ``data`` population, its columns) with the public domain of ``data``.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` has no label column here, or ``table`` lacks a column of the domain.
+    """
+    from games.datasets import public_domain
+
+    if data not in LABELS:
+        raise ValueError(f"data must be one of {', '.join(LABELS)} for a model, got {data!r}.")
+    label, positive = LABELS[data]
+    domain = public_domain(data)
+    missing = [c for c in domain.columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"table must have every column of {data!r}, got none named {missing[0]!r}.")
+    cats = dict(domain.categories)
+    blocks: list[NDArray[np.float32]] = []
+    names: list[str] = []
+    for column in domain.columns:
+        if column == label:
+            continue
+        values = table[column]
+        if column in cats:
+            codes = pd.Categorical(values, categories=list(cats[column])).codes
+            block = np.zeros((len(table), len(cats[column])), dtype=np.float32)
+            known = codes >= 0
+            block[np.flatnonzero(known), codes[known]] = 1.0
+            blocks.append(block)
+            names.extend(f"{column}={c}" for c in cats[column])
+        else:
+            lo, hi = domain.range_of(column)
+            v = np.clip(values.to_numpy(dtype=np.float64), lo, hi) - lo
+            scaled = np.log1p(v) / np.log1p(hi - lo) if hi - lo > _WIDE else v / max(hi - lo, 1)
+            blocks.append(scaled.astype(np.float32)[:, None])
+            names.append(column)
+    y = (table[label].astype(object).to_numpy() == positive).astype(np.int64)
+    return ModelArrays(x=np.ascontiguousarray(np.hstack(blocks)), y=y, features=tuple(names), label=label)
+
+
+@lru_cache(maxsize=2)
+def model_arrays(data: str) -> ModelArrays:
+    """The whole ``data`` population (load order) encoded by :func:`encode`; cached per process."""
+    from games.datasets import load
+
+    if data not in LABELS:
+        raise ValueError(f"data must be one of {', '.join(LABELS)} for a model, got {data!r}.")
+    table = load(data, split="all") if data == "adult" else load(data)
+    return encode(table.reset_index(drop=True), data)

@@ -1,0 +1,279 @@
+"""The efficient LiRA evaluation (Carlini et al. 2022) with per-sample FPR calibration and the FPC (SPEC §5).
+
+A trial draws a pool of N₊ records from the population and trains M models, each on a random half of the pool:
+models 2i and 2i + 1 train on complementary halves, so every record is IN exactly M/2 models and OUT of M/2, and
+every model trains on N = N₊/2 records.  Each model in turn is the target and the other M − 1 its shadows
+(leave-one-out): the attack (:class:`attacks.lira.LiRA`) scores every (model, record) pair from the others'
+logit-scaled confidences.  The analysis (:func:`analysis.calibration.calibration_report`) gives, at each FPR,
+the three aggregate numbers side by side — naive concatenated TPR, post-processed concatenated TPR (with the
+N(0, 1) and the Student-t threshold) and the mean per-sample TPR — each with its realised FPR and a bootstrap
+interval, plus the pooled AUC and a normality diagnostic of the OUT scores.
+
+Randomness: every stream is derived from (the experiment's root entropy, a role tag, N₊, the repetition, the
+model index), not from the grid point, so model k of repetition r is the same model in every grid point that
+sweeps M: sweeping M = 16 → 64 → 256 trains only the new models (the artefact cache holds the others), and the
+pairs' balance holds over the whole set because it holds for each pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from analysis._checks import check_int, check_real
+from attacks._base import Attack
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome
+from mechanisms._base import Mechanism
+from mechanisms.cached import cached_release_many
+
+__all__ = ["LiRAGame", "lira_masks"]
+
+DATA = ("adult", "compas")
+_TAG_POOL, _TAG_MASK, _TAG_MODEL, _TAG_ANALYSIS = (0x9001, 0x3A5C, 0x30DE, 0xA7A1)
+MAX_MODELS = 4096
+
+
+def _entropy(seed: np.random.SeedSequence) -> int:
+    if not isinstance(seed.entropy, int):
+        raise ValueError(f"the LiRA game needs a SeedSequence of one integer seed, got entropy {seed.entropy!r}.")
+    return seed.entropy
+
+
+def lira_masks(n_models: int, pool_size: int, entropy: int, repetition: int) -> np.ndarray:
+    """The (M, N₊) include-masks: models 2i and 2i + 1 train on complementary random halves (pair i's own stream)."""
+    masks = np.zeros((n_models, pool_size), dtype=bool)
+    for i in range(n_models // 2):
+        rng = np.random.default_rng(np.random.SeedSequence([entropy, _TAG_MASK, pool_size, repetition, i]))
+        masks[2 * i, rng.permutation(pool_size)[: pool_size // 2]] = True
+        masks[2 * i + 1] = ~masks[2 * i]
+    return masks
+
+
+@dataclass(frozen=True, slots=True)
+class LiRAGame(Game):
+    """Efficient LiRA: M models on random halves of a pool, each the target of the others; three calibrated TPRs.
+
+    Parameters
+    ----------
+    data : {"adult", "compas"}, default="adult"
+        The population, encoded by :mod:`games.features`.
+    pool_size : int, default=5000
+        N₊, the pool the halves are drawn from (even; at most the population); each model trains on N₊/2.
+    n_models : int, default=64
+        M, even; at least the attack's minimum (4 with a fixed variance, 6 with per-example variance).
+    batch : int, default=64
+        Models trained per batched call (and stored to the cache together): a kill loses at most one batch.
+    fprs : tuple of float, default=(0.001, 0.01, 0.1)
+        The nominal FPRs of the report, each in (0, 1).
+    n_boot : int, default=1000
+        Bootstrap replicates of the intervals (resampling records).
+
+    Notes
+    -----
+    Threat model: LiRA's adversary knows the pool, the training procedure and which records each shadow trained on;
+    the secret of a pair (j, x) is whether model j trained on x.  Random per repetition: the pool, the halves and
+    every model's training; the M models are shared by all grid points with the same N₊ (see the module
+    docstring).  The FPC of this design is 1 − N/N₊ = 1/2; the attack applies it when its ``fpc`` is set, and the
+    analysis then standardises with the corrected variances too.
+
+    References
+    ----------
+    .. [1] N. Carlini et al. Membership Inference Attacks From First Principles. arXiv:2112.03570.
+    .. [2] The LiRA calibration and finite-population-correction paper (SPEC §5).
+    """
+
+    name: ClassVar[str] = "lira"
+    input_kinds: ClassVar[frozenset[str]] = frozenset({"dataset"})
+    knowledge: ClassVar[frozenset[str]] = frozenset({"nothing", "auxiliary"})
+    headline: ClassVar[str] = "tpr_pp_t_0.001"
+    headline_band: ClassVar[tuple[str, str] | None] = None
+
+    data: str = "adult"
+    pool_size: int = 5000
+    n_models: int = 64
+    batch: int = 64
+    fprs: tuple[float, ...] = (0.001, 0.01, 0.1)
+    n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        from games.features import model_arrays
+
+        if self.data not in DATA:
+            raise ValueError(f"data must be one of {', '.join(DATA)}, got {self.data!r}.")
+        size = model_arrays(self.data).y.shape[0]
+        n = check_int("pool_size", self.pool_size, low=4, high=size)
+        if n % 2:
+            raise ValueError(f"pool_size must be even (the models train on complementary halves), got {n}.")
+        m = check_int("n_models", self.n_models, low=4, high=MAX_MODELS)
+        if m % 2:
+            raise ValueError(f"n_models must be even (models come in pairs on complementary halves), got {m}.")
+        object.__setattr__(self, "batch", check_int("batch", self.batch, low=1, high=MAX_MODELS))
+        if not isinstance(self.fprs, tuple | list) or len(self.fprs) == 0:
+            raise TypeError(f"fprs must be a non-empty list of false-positive rates, got {self.fprs!r}.")
+        fprs = tuple(
+            check_real(f"fprs[{i}]", f, low=0.0, high=1.0, low_open=True, high_open=True)
+            for i, f in enumerate(self.fprs)
+        )
+        if len(set(fprs)) != len(fprs):
+            raise ValueError(f"fprs must be distinct, got {list(fprs)!r}.")
+        object.__setattr__(self, "fprs", fprs)
+        object.__setattr__(self, "n_boot", check_int("n_boot", self.n_boot, low=0, high=100_000))
+        object.__setattr__(self, "pool_size", n)
+        object.__setattr__(self, "n_models", m)
+
+    # -- compatibility and sizes --------------------------------------------------------------------------------
+    def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
+        from attacks.lira import LiRA
+
+        if mechanism.input_kind not in self.input_kinds:
+            return (
+                f"game 'lira' needs a trained-model mechanism (input 'dataset'), but mechanism '{mechanism.name}' "
+                f"takes '{mechanism.input_kind}'"
+            )
+        if not isinstance(attack, LiRA):
+            return f"game 'lira' plays the LiRA attack ('lira') on its M models, got attack '{attack.name}'"
+        if self.n_models < attack.min_models():
+            return (
+                f"n_models must be at least {attack.min_models()} for this LiRA (each target model's M − 1 others must "
+                f"give every record {'1' if attack.fix_variance else '2'}+ IN and OUT scores), got {self.n_models}"
+            )
+        return None
+
+    def mechanism_runs(self, attack: Attack) -> int:
+        return self.n_models
+
+    def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
+        """The (M, N₊) confidences, scores and masks with their working copies (about 20 float64 per pair), the
+        pool, and the models of one batch."""
+        return 160 * self.n_models * self.pool_size + mechanism.memory_bytes(self.pool_size) * 2
+
+    # -- play ----------------------------------------------------------------------------------------------------
+    def play(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        context: TrialContext | None = None,
+    ) -> TrialOutcome:
+        from attacks.lira import LiRA
+        from games.features import model_arrays
+        from mechanisms.training.data import TrainingData
+
+        if not isinstance(attack, LiRA):
+            raise TypeError(f"game 'lira' plays the LiRA attack, got {type(attack).__name__}.")
+        entropy = _entropy(seed)
+        repetition = int(seed.spawn_key[-1]) if seed.spawn_key else 0
+        population = model_arrays(self.data)
+        pool_rng = np.random.default_rng(np.random.SeedSequence([entropy, _TAG_POOL, self.pool_size, repetition]))
+        pool = np.sort(pool_rng.choice(population.y.shape[0], self.pool_size, replace=False))
+        x, y = population.x[pool], population.y[pool]
+        masks = lira_masks(self.n_models, self.pool_size, entropy, repetition)
+        seeds = [
+            np.random.SeedSequence([entropy, _TAG_MODEL, self.pool_size, repetition, k]) for k in range(self.n_models)
+        ]
+        train = self.pool_size // 2
+        cache = None if context is None else context.cache
+        progress = None if context is None else context.progress
+        confidence = np.empty((self.n_models, self.pool_size))
+        accuracy = np.empty((2, self.n_models))
+        for start in range(0, self.n_models, self.batch):
+            part = range(start, min(start + self.batch, self.n_models))
+            releases = cached_release_many(
+                mechanism,
+                [TrainingData(x, y, masks[k], size=train) for k in part],
+                seeds=[seeds[k] for k in part],
+                cache=cache,
+                progress=progress,
+            )
+            for k, release in zip(part, releases, strict=True):
+                confidence[k] = release.confidence(x, y)
+                correct = release.logits(x).argmax(axis=1) == y
+                accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
+        fpc = 1.0 - train / self.pool_size
+        scores, fits = attack.leave_one_out(confidence, masks, fpc=fpc)
+        return TrialOutcome(
+            scores=scores.ravel(),
+            membership=masks.ravel(),
+            arrays={
+                "shape": np.array([self.n_models, self.pool_size], dtype=np.int64),
+                "confidence": confidence,
+                "valid": np.asarray(fits.valid).ravel(),
+                "pool": pool.astype(np.int64),
+                "train_accuracy": accuracy[0],
+                "test_accuracy": accuracy[1],
+                "fpc": np.array([fpc if attack.fpc else 1.0]),
+            },
+        )
+
+    # -- analysis ------------------------------------------------------------------------------------------------
+    def analyse_trial(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> dict[str, float | int]:
+        from analysis.calibration import calibration_report, out_normality, pooled_auc
+
+        m, n = (int(v) for v in outcome.arrays["shape"])
+        scores = outcome.scores.reshape(m, n)
+        member = outcome.membership.reshape(m, n)
+        repetition = int(seed.spawn_key[-1]) if seed.spawn_key else 0
+        stream = np.random.SeedSequence([_entropy(seed), _TAG_ANALYSIS, repetition])
+        fpc = float(outcome.arrays["fpc"][0])
+
+        def report(values: np.ndarray) -> Any:  # the same resampled records in both (one stream, drawn anew)
+            return calibration_report(
+                values,
+                member,
+                fprs=self.fprs,
+                fpc=fpc,
+                confidence=settings.confidence,
+                n_boot=self.n_boot,
+                rng=np.random.default_rng(stream),
+            )
+
+        # naive: the attack's scores pooled under one threshold (what concatenated evaluations do); post-processed
+        # and per sample: the statistic LiRA models as Gaussian, the target's logit-scaled confidence
+        naive, calibrated = report(scores), report(outcome.arrays["confidence"])
+        flat = {**naive.flat(("naive",)), **calibrated.flat(("pp", "pp_t", "per_sample"))}
+        normality = out_normality(outcome.arrays["confidence"], member)
+        row: dict[str, float | int] = {
+            "n_models": m,
+            "n_samples": n,
+            "auc": pooled_auc(scores, member),
+            **flat,
+            "train_accuracy": float(np.mean(outcome.arrays["train_accuracy"])),
+            "test_accuracy": float(np.mean(outcome.arrays["test_accuracy"])),
+            "unscored_pairs": int((~outcome.arrays["valid"].astype(bool)).sum()),
+            "dropped_pairs_pp": calibrated.n_dropped_pairs,
+            "normality_median_p": normality.median_p,
+            "normality_share_p_below_0.05": normality.share_below_0_05,
+        }
+        for f, needed, spread in zip(
+            naive.table["fpr"], naive.table["models_needed"], naive.table["naive_sample_fpr_p90"], strict=True
+        ):
+            row[f"models_needed_{float(f):g}"] = int(needed)
+            row[f"naive_sample_fpr_p90_{float(f):g}"] = float(spread)
+        return row
+
+    def summarise(
+        self,
+        rows: pd.DataFrame,
+        settings: AnalysisSettings,
+        load_outcome: Callable[[int], TrialOutcome],
+    ) -> dict[str, float | int]:
+        """The mean over repetitions (pools) of every per-trial number, and how many there are."""
+        skip = {"trial", "grid_point", "seed", "spawn_key", "epsilon_analytic"}
+        out: dict[str, Any] = {}
+        if "epsilon_analytic" in rows:
+            out["epsilon_analytic"] = float(rows["epsilon_analytic"].iloc[0])
+        for column in rows.columns:
+            if column in skip or column.startswith("sha256") or not pd.api.types.is_numeric_dtype(rows[column]):
+                continue
+            out[column] = (
+                float(rows[column].mean()) if column not in ("n_models", "n_samples") else int(rows[column].iloc[0])
+            )
+        out["n_trials"] = len(rows)
+        return out

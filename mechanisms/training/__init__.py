@@ -1,0 +1,50 @@
+"""Trained models as mechanisms: a pool of records and an include-mask in, a model that scores any record out.
+
+- :mod:`mechanisms.training.data`: :class:`TrainingData`, the input (pool features, labels, include-mask).
+- :mod:`mechanisms.training.release`: :class:`ModelRelease`, the one protocol every attack on a model uses
+  (``logits``, ``probabilities``, ``losses``, ``confidence``; ``to_arrays`` for white-box access and the cache).
+- :mod:`mechanisms.training.models`: logistic regression and MLPs trained with Adam, K models in one batched pass
+  (torch); :mod:`mechanisms.training.trees`: gradient-boosted trees (scikit-learn).  The private counterpart,
+  DP-SGD on the same MLP, is :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`.
+
+TabPFN, the model of the LiRA calibration paper, needs weights downloaded at run time, which privgame never does;
+the models here all train locally.  Names are imported on first use (:mod:`analysis._lazy`): the data and release
+types import no torch.
+"""
+
+from typing import TYPE_CHECKING
+
+from analysis._lazy import attach
+
+if TYPE_CHECKING:
+    from mechanisms.training.data import TrainingData
+    from mechanisms.training.models import LogisticRegressionClassifier, MLPClassifier, TrainedModel
+    from mechanisms.training.release import ModelRelease, NetworkRelease, TreeEnsembleRelease, decode_release
+    from mechanisms.training.trees import GradientBoostedTrees
+
+__all__ = [
+    "GradientBoostedTrees",
+    "LogisticRegressionClassifier",
+    "MLPClassifier",
+    "ModelRelease",
+    "NetworkRelease",
+    "TrainedModel",
+    "TrainingData",
+    "TreeEnsembleRelease",
+    "decode_release",
+]
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "GradientBoostedTrees": "mechanisms.training.trees:GradientBoostedTrees",
+        "LogisticRegressionClassifier": "mechanisms.training.models:LogisticRegressionClassifier",
+        "MLPClassifier": "mechanisms.training.models:MLPClassifier",
+        "ModelRelease": "mechanisms.training.release:ModelRelease",
+        "NetworkRelease": "mechanisms.training.release:NetworkRelease",
+        "TrainedModel": "mechanisms.training.models:TrainedModel",
+        "TrainingData": "mechanisms.training.data:TrainingData",
+        "TreeEnsembleRelease": "mechanisms.training.release:TreeEnsembleRelease",
+        "decode_release": "mechanisms.training.release:decode_release",
+    },
+)

@@ -1,0 +1,124 @@
+"""What a trained-model mechanism takes: a pool of records (features and labels) and which of them to train on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from analysis._checks import check_int
+
+__all__ = ["TrainingData", "as_training_data", "stack_masks"]
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingData:
+    """A pool of N labelled records and the include-mask of the ones a model trains on.
+
+    Parameters
+    ----------
+    x : ndarray of shape (N, d), float32
+        The pool's features (a game encodes its records, e.g. :func:`games.datasets.model_arrays`).
+    y : ndarray of shape (N,), int64
+        Class labels in ``0 .. n_classes - 1``.
+    include : ndarray of shape (N,), bool
+        Which records the model trains on (at least one).
+    n_classes : int, default=2
+        Number of classes (≥ 2); the model's outputs have this many logits whatever the labels included.
+    size : int or None, default=None
+        The public training-set size (DP-SGD divides by q·size): ``None`` is ``include.sum()``.  A game whose
+        worlds differ in size (add/remove) gives the public n here, so that the scaling reveals nothing.
+
+    Notes
+    -----
+    K releases on one pool (``release_runs``) share ``x`` and ``y`` and differ in ``include`` only, which is what
+    lets a mechanism train the K models in one batched pass (:func:`stack_masks`).
+    """
+
+    x: NDArray[np.float32]
+    y: NDArray[np.int64]
+    include: NDArray[np.bool_]
+    n_classes: int = 2
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        x = np.asarray(self.x)
+        if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+            raise ValueError(f"x must be a 2-D array of at least one record and one feature, got shape {x.shape}.")
+        if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
+            raise TypeError(f"x must be a real array, got dtype {x.dtype}.")
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if not np.isfinite(x).all():
+            raise ValueError("x must be finite, got NaN or infinite features.")
+        n = x.shape[0]
+        k = check_int("n_classes", self.n_classes, low=2)
+        y = np.asarray(self.y)
+        if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"y must be an integer array of shape ({n},), got {y.dtype} of shape {y.shape}.")
+        if n and (y.min() < 0 or y.max() >= k):
+            raise ValueError(f"y must hold labels in 0..{k - 1} (n_classes = {k}), got {int(y.min())}..{int(y.max())}.")
+        include = np.asarray(self.include)
+        if include.dtype != np.bool_ or include.shape != (n,):
+            raise ValueError(f"include must be a boolean array of shape ({n},), got {include.dtype} {include.shape}.")
+        if not include.any():
+            raise ValueError("include must select at least one record to train on, got none.")
+        if self.size is not None:
+            object.__setattr__(self, "size", check_int("size", self.size, low=1))
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "y", y.astype(np.int64, copy=False))
+        object.__setattr__(self, "include", include)
+        object.__setattr__(self, "n_classes", k)
+
+    def __len__(self) -> int:
+        """N, the pool's size."""
+        return int(self.x.shape[0])
+
+    @property
+    def n_train(self) -> int:
+        """How many records the model trains on."""
+        return int(self.include.sum())
+
+    @property
+    def public_size(self) -> int:
+        """``size``, or the number of included records."""
+        return self.size if self.size is not None else self.n_train
+
+    def shares_pool(self, other: TrainingData) -> bool:
+        """Whether ``other`` has the same pool (features, labels, classes): the precondition of batching."""
+        return (
+            self.n_classes == other.n_classes
+            and (self.x is other.x or np.array_equal(self.x, other.x))
+            and (self.y is other.y or np.array_equal(self.y, other.y))
+        )
+
+
+def stack_masks(data: Sequence[Any]) -> tuple[TrainingData, NDArray[np.bool_]]:
+    """The first dataset and the (K, N) include-masks of ``data``, after checking that they share one pool.
+
+    Raises
+    ------
+    TypeError
+        If an element is not a :class:`TrainingData`.
+    ValueError
+        If ``data`` is empty or the datasets do not share their pool (features, labels and classes).
+    """
+    if len(data) == 0:
+        raise ValueError("data must hold at least one TrainingData, got none.")
+    for k, d in enumerate(data):
+        if not isinstance(d, TrainingData):
+            raise TypeError(f"data[{k}] must be a mechanisms.training.TrainingData, got {type(d).__name__}.")
+    first = data[0]
+    for k, d in enumerate(data[1:], start=1):
+        if not first.shares_pool(d):
+            raise ValueError(f"data[{k}] must share data[0]'s pool (x, y, n_classes) to train in one batch.")
+    return first, np.stack([d.include for d in data])
+
+
+def as_training_data(name: str, data: Any) -> TrainingData:
+    """``data`` itself, or a TypeError naming ``name``."""
+    if not isinstance(data, TrainingData):
+        raise TypeError(f"{name} must be a mechanisms.training.TrainingData, got {type(data).__name__}.")
+    return data

@@ -1,0 +1,173 @@
+"""Non-private trained models as mechanisms: the input is a pool and an include-mask, the release a model.
+
+``input_kind = "dataset"`` (:class:`mechanisms.training.data.TrainingData`), ``release_kind = "model"``
+(:class:`mechanisms.training.release.ModelRelease`); no privacy claim.  ``release_runs`` trains K models on K
+include-masks of one pool in one batched pass where the model allows it (the networks), each equal to its own
+``release``.  The DP-SGD classifier (:mod:`mechanisms.training.dpsgd`) and the gradient-boosted trees
+(:mod:`mechanisms.training.trees`) share the base class here.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from analysis._checks import check_int, check_real
+from mechanisms._base import Mechanism, check_runs
+from mechanisms.training.data import as_training_data, stack_masks
+from mechanisms.training.release import ACTIVATIONS, ModelRelease
+
+__all__ = ["LogisticRegressionClassifier", "MLPClassifier", "TrainedModel", "torch_generators"]
+
+MAX_EPOCHS = 100_000
+MAX_WIDTH = 1 << 16
+
+
+def torch_generators(rngs: Sequence[np.random.Generator]) -> list[Any]:
+    """One CPU ``torch.Generator`` per release, seeded from the release's rng (four 63-bit words)."""
+    from mechanisms.dpsgd.devices import make_generator
+
+    return [make_generator(np.random.SeedSequence(r.integers(0, 2**63, size=4).tolist()), "cpu") for r in rngs]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainedModel(Mechanism):
+    """A model trained on the included records of a pool (not registered: the base of the model mechanisms)."""
+
+    input_kind: ClassVar[str] = "dataset"
+    release_kind: ClassVar[str] = "model"
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> ModelRelease:
+        """Train one model on ``data``'s included records with randomness from ``rng``."""
+        as_training_data("data", data)
+        return self.release_runs([data], rngs=[rng])[0]
+
+    def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[ModelRelease]:
+        """K models on K include-masks of one pool, each equal to ``release(d, rng=r)``."""
+        check_runs(data, rngs)
+        if len(data) == 0:
+            return []
+        pool, masks = stack_masks(data)
+        return self.train(pool, masks, rngs, sizes=[d.public_size for d in data])
+
+    @abstractmethod
+    def train(
+        self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
+    ) -> list[ModelRelease]:
+        """Train one model per row of ``masks`` (K, N) on ``pool`` (``sizes``: each run's public training size)."""
+
+    def memory_bytes(self, n: int) -> int:
+        """The pool as float32 features (about 128 per record: Adult one-hot) and a few working copies."""
+        return 4 * 128 * 4 * n
+
+
+def _hidden(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"hidden must be a list of layer widths, got {value!r}.")
+    return tuple(check_int(f"hidden[{i}]", w, low=1, high=MAX_WIDTH) for i, w in enumerate(value))
+
+
+@dataclass(frozen=True, slots=True)
+class _Network(TrainedModel):
+    """The parameters shared by the Adam-trained networks (documented on each)."""
+
+    epochs: int = 20
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epochs", check_int("epochs", self.epochs, low=1, high=MAX_EPOCHS))
+        object.__setattr__(self, "batch_size", check_int("batch_size", self.batch_size, low=1))
+        check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
+        check_real("weight_decay", self.weight_decay, low=0.0)
+
+    def privacy_claim(self) -> None:
+        """None: a non-private model claims nothing."""
+        return None
+
+    def layers(self) -> tuple[tuple[int, ...], str]:
+        """The hidden widths and the activation."""
+        return (), "relu"
+
+    def train(
+        self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
+    ) -> list[ModelRelease]:
+        from mechanisms.training.network import train_networks
+
+        hidden, activation = self.layers()
+        return list(
+            train_networks(
+                pool,
+                masks,
+                torch_generators(rngs),
+                hidden=hidden,
+                activation=activation,
+                epochs=self.epochs,
+                batch_size=self.batch_size,
+                learning_rate=self.learning_rate,
+                weight_decay=self.weight_decay,
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LogisticRegressionClassifier(_Network):
+    """Multinomial logistic regression trained with Adam on mini-batches (non-private).
+
+    Parameters
+    ----------
+    epochs : int, default=20
+        Passes over the training rows, each in a fresh order.
+    batch_size : int, default=64
+    learning_rate : float, default=1e-3
+        Adam's step size.
+    weight_decay : float, default=0.0
+        L2 penalty (Adam's ``weight_decay``).
+
+    Notes
+    -----
+    Input: a pool and an include-mask (:class:`mechanisms.training.data.TrainingData`); release: the trained model
+    (:class:`mechanisms.training.release.NetworkRelease`, one linear layer).  No privacy claim.  K releases on one
+    pool train in one batched pass.
+    """
+
+    name: ClassVar[str] = "logistic-regression"
+
+
+@dataclass(frozen=True, slots=True)
+class MLPClassifier(_Network):
+    """A fully connected network trained with Adam on mini-batches (non-private).
+
+    Parameters
+    ----------
+    hidden : tuple of int, default=(64,)
+        Hidden layer widths.
+    activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
+    epochs, batch_size, learning_rate, weight_decay
+        As :class:`LogisticRegressionClassifier`; more epochs over-fit more (the knob of LiRA studies).
+
+    Notes
+    -----
+    The architecture and initialisation are those of :func:`mechanisms.dpsgd.models.mlp`, which the DP-SGD
+    classifier (``dpsgd-mlp``) trains privately.  No privacy claim.  K releases on one pool train in one batched
+    pass, each equal to its own training.
+    """
+
+    name: ClassVar[str] = "mlp"
+
+    hidden: tuple[int, ...] = (64,)
+    activation: str = "relu"
+
+    def __post_init__(self) -> None:
+        _Network.__post_init__(self)
+        object.__setattr__(self, "hidden", _hidden(self.hidden))
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+
+    def layers(self) -> tuple[tuple[int, ...], str]:
+        return self.hidden, self.activation

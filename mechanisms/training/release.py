@@ -1,0 +1,278 @@
+"""What a trained-model mechanism publishes: a model that scores any record, through one protocol.
+
+Every attack on a model reads it through :class:`ModelRelease` (never by probing attributes): ``logits(x)``,
+``probabilities(x)``, ``losses(x, y)`` and LiRA's logit-scaled ``confidence(x, y)``.  White-box access (the
+parameters) is a separate, explicit capability: ``to_arrays()``, which is also the release's codec for the
+artefact cache (:mod:`mechanisms.cached`): plain arrays in an npz, never a pickle, and :func:`decode_release`
+rebuilds the release from them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import logsumexp
+
+__all__ = ["ACTIVATIONS", "ModelRelease", "NetworkRelease", "TreeEnsembleRelease", "decode_release", "stack_releases"]
+
+ACTIVATIONS = ("relu", "tanh", "elu", "gelu")
+
+
+def _features(x: Any, n_features: int) -> NDArray[np.float32]:
+    arr = np.asarray(x)
+    if arr.ndim != 2 or arr.shape[1] != n_features:
+        raise ValueError(f"x must have shape (n, {n_features}), got {arr.shape}.")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"x must be a real array, got dtype {arr.dtype}.")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+class ModelRelease(ABC):
+    """A trained classifier, as released: it scores any record of the feature space it was trained on."""
+
+    kind: ClassVar[str]
+    n_features: int
+    n_classes: int
+
+    @abstractmethod
+    def logits(self, x: Any) -> NDArray[np.float64]:
+        """Logits of shape ``(n, n_classes)`` (softmax gives the probabilities) of the records ``x`` (n, d)."""
+
+    @abstractmethod
+    def to_arrays(self) -> dict[str, NDArray[Any]]:
+        """The release as plain arrays (the white-box view, and the cache's codec; ``kind`` included)."""
+
+    def probabilities(self, x: Any) -> NDArray[np.float64]:
+        """Class probabilities ``(n, n_classes)``."""
+        z = self.logits(x)
+        return np.exp(z - logsumexp(z, axis=1, keepdims=True))
+
+    def losses(self, x: Any, y: Any) -> NDArray[np.float64]:
+        """Per-record cross-entropy ``−log p_y`` of shape ``(n,)``, from the logits (stable)."""
+        z = self.logits(x)
+        labels = self._labels(y, z.shape[0])
+        return logsumexp(z, axis=1) - z[np.arange(z.shape[0]), labels]
+
+    def confidence(self, x: Any, y: Any) -> NDArray[np.float64]:
+        """LiRA's logit-scaled confidence ``log p_y − log Σ_{y'≠y} p_{y'}`` of shape ``(n,)``.
+
+        Computed from the logits as ``z_y − logsumexp(z_{y'≠y})``, which never rounds p_y to 1 (the reference
+        code's ``log(p) − log(1 − p)`` is −∞ or +∞ for confident models in float32).
+
+        References
+        ----------
+        .. [1] N. Carlini, S. Chien, M. Nasr, S. Song, A. Terzis, F. Tramèr. Membership Inference Attacks From
+           First Principles. IEEE S&P 2022, arXiv:2112.03570, §4.
+        """
+        z = self.logits(x)
+        labels = self._labels(y, z.shape[0])
+        rows = np.arange(z.shape[0])
+        own = z[rows, labels]
+        others = z.copy()
+        others[rows, labels] = -np.inf
+        return own - logsumexp(others, axis=1)
+
+    def _labels(self, y: Any, n: int) -> NDArray[np.intp]:
+        labels = np.asarray(y)
+        if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"y must be an integer array of shape ({n},), got {labels.dtype} {labels.shape}.")
+        if n and (labels.min() < 0 or labels.max() >= self.n_classes):
+            raise ValueError(f"y must hold labels in 0..{self.n_classes - 1}, got {labels.min()}..{labels.max()}.")
+        return labels.astype(np.intp)
+
+
+@dataclass(frozen=True, eq=False)
+class NetworkRelease(ModelRelease):
+    """A fully connected network (logistic regression when it has one layer): ``x W₁ + b₁ → act → … → logits``.
+
+    Parameters
+    ----------
+    weights : tuple of ndarray of shape (in, out), float32
+    biases : tuple of ndarray of shape (out,), float32
+    activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
+        Between layers (not after the last).
+    """
+
+    kind: ClassVar[str] = "network"
+
+    weights: tuple[NDArray[np.float32], ...]
+    biases: tuple[NDArray[np.float32], ...]
+    activation: str = "relu"
+    n_features: int = field(init=False)
+    n_classes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        if len(self.weights) < 1 or len(self.weights) != len(self.biases):
+            raise ValueError(
+                f"weights and biases must be one per layer, got {len(self.weights)} and {len(self.biases)}."
+            )
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+        ws = tuple(np.ascontiguousarray(w, dtype=np.float32) for w in self.weights)
+        bs = tuple(np.ascontiguousarray(b, dtype=np.float32) for b in self.biases)
+        for k, (w, b) in enumerate(zip(ws, bs, strict=True)):
+            if w.ndim != 2 or b.shape != (w.shape[1],) or (k and w.shape[0] != ws[k - 1].shape[1]):
+                raise ValueError(f"layer {k} has weights {w.shape} and biases {b.shape} that do not chain.")
+        object.__setattr__(self, "weights", ws)
+        object.__setattr__(self, "biases", bs)
+        object.__setattr__(self, "n_features", int(ws[0].shape[0]))
+        object.__setattr__(self, "n_classes", int(ws[-1].shape[1]))
+
+    def logits(self, x: Any) -> NDArray[np.float64]:
+        h = _features(x, self.n_features)
+        last = len(self.weights) - 1
+        for k, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            h = h @ w + b
+            if k < last:
+                h = _activate(h, self.activation)
+        return h.astype(np.float64)
+
+    def to_arrays(self) -> dict[str, NDArray[Any]]:
+        out: dict[str, NDArray[Any]] = {"kind": np.array(self.kind), "activation": np.array(self.activation)}
+        for k, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            out[f"w{k}"], out[f"b{k}"] = w, b
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, NDArray[Any]]) -> NetworkRelease:
+        layers = sum(1 for key in arrays if key.startswith("w") and key[1:].isdigit())
+        return cls(
+            weights=tuple(arrays[f"w{k}"] for k in range(layers)),
+            biases=tuple(arrays[f"b{k}"] for k in range(layers)),
+            activation=str(arrays["activation"]),
+        )
+
+
+def _activate(h: NDArray[np.float32], activation: str) -> NDArray[np.float32]:
+    if activation == "relu":
+        return np.maximum(h, 0)
+    if activation == "tanh":
+        return np.tanh(h)
+    if activation == "elu":
+        return np.where(h > 0, h, np.expm1(np.minimum(h, 0)))
+    from scipy.special import erf  # gelu, torch's exact form
+
+    return (0.5 * h * (1.0 + erf(h / np.sqrt(2.0)))).astype(np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class TreeEnsembleRelease(ModelRelease):
+    """Gradient-boosted regression trees on the logits: ``raw = baseline + Σ_t tree_t(x)`` per class.
+
+    The trees are padded to one node count: ``feature``, ``threshold``, ``left``, ``right``, ``value`` and ``leaf``
+    of shape ``(T, nodes)``; a record goes left where ``x[feature] <= threshold``.  ``tree_class`` (T,) says which
+    raw output each tree adds to.  Two classes use one raw output (the log-odds of class 1), returned as the
+    logits ``(0, raw)``.
+
+    Parameters
+    ----------
+    feature, left, right : ndarray of shape (T, nodes), int32
+    threshold, value : ndarray of shape (T, nodes), float64
+    leaf : ndarray of shape (T, nodes), bool
+    tree_class : ndarray of shape (T,), int32
+    baseline : ndarray of shape (outputs,), float64
+    n_features, n_classes : int
+    """
+
+    kind: ClassVar[str] = "trees"
+
+    feature: NDArray[np.int32]
+    threshold: NDArray[np.float64]
+    left: NDArray[np.int32]
+    right: NDArray[np.int32]
+    value: NDArray[np.float64]
+    leaf: NDArray[np.bool_]
+    tree_class: NDArray[np.int32]
+    baseline: NDArray[np.float64]
+    n_features: int
+    n_classes: int
+
+    def __post_init__(self) -> None:
+        shape = np.shape(self.feature)
+        for name in ("threshold", "left", "right", "value", "leaf"):
+            if np.shape(getattr(self, name)) != shape:
+                raise ValueError(f"{name} must have the shape of feature {shape}, got {np.shape(getattr(self, name))}.")
+        outputs = 1 if self.n_classes == 2 else self.n_classes
+        if np.shape(self.baseline) != (outputs,) or np.shape(self.tree_class) != shape[:1]:
+            raise ValueError(f"baseline must have shape ({outputs},) and tree_class ({shape[0]},).")
+
+    def raw(self, x: Any) -> NDArray[np.float64]:
+        """The raw outputs ``(n, outputs)``: the baseline plus every tree's leaf value."""
+        xs = _features(x, self.n_features)
+        n, (t, width) = xs.shape[0], self.feature.shape
+        feature, threshold = self.feature.ravel(), self.threshold.ravel()
+        left, right, leaf = self.left.ravel(), self.right.ravel(), self.leaf.ravel()
+        base = (np.arange(t, dtype=np.int64) * width)[:, None]  # flat index of each tree's root
+        node = np.broadcast_to(base, (t, n)).copy()
+        cells = (np.arange(n, dtype=np.int64) * self.n_features)[None, :]
+        flat_x = xs.ravel()
+        active = np.ones((t, n), dtype=bool)
+        for _ in range(width):
+            active &= ~leaf[node]
+            if not active.any():
+                break
+            at = node[active]
+            go_left = flat_x[np.broadcast_to(cells, (t, n))[active] + feature[at]] <= threshold[at]
+            node[active] = np.where(go_left, left[at], right[at]) + np.broadcast_to(base, (t, n))[active]
+        leaf_values = self.value.ravel()[node]  # (T, n)
+        out = np.tile(self.baseline, (n, 1))
+        for c in range(out.shape[1]):
+            out[:, c] += leaf_values[self.tree_class == c].sum(axis=0)
+        return out
+
+    def logits(self, x: Any) -> NDArray[np.float64]:
+        raw = self.raw(x)
+        return np.column_stack([np.zeros(raw.shape[0]), raw[:, 0]]) if self.n_classes == 2 else raw
+
+    def to_arrays(self) -> dict[str, NDArray[Any]]:
+        return {
+            "kind": np.array(self.kind),
+            "feature": self.feature,
+            "threshold": self.threshold,
+            "left": self.left,
+            "right": self.right,
+            "value": self.value,
+            "leaf": self.leaf,
+            "tree_class": self.tree_class,
+            "baseline": self.baseline,
+            "sizes": np.array([self.n_features, self.n_classes], dtype=np.int64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, NDArray[Any]]) -> TreeEnsembleRelease:
+        n_features, n_classes = (int(v) for v in arrays["sizes"])
+        return cls(
+            **{k: np.asarray(arrays[k]) for k in ("feature", "threshold", "left", "right", "value", "leaf")},
+            tree_class=np.asarray(arrays["tree_class"]),
+            baseline=np.asarray(arrays["baseline"]),
+            n_features=n_features,
+            n_classes=n_classes,
+        )
+
+
+_KINDS: dict[str, Any] = {"network": NetworkRelease, "trees": TreeEnsembleRelease}
+
+
+def decode_release(arrays: Mapping[str, NDArray[Any]]) -> ModelRelease:
+    """The release that ``to_arrays`` gave ``arrays`` (from the cache).
+
+    Raises
+    ------
+    ValueError
+        If the arrays name no known kind of model release.
+    """
+    kind = str(arrays["kind"]) if "kind" in arrays else None
+    if kind not in _KINDS:
+        raise ValueError(f"arrays must hold a model release of kind {', '.join(_KINDS)}, got {kind!r}.")
+    release: ModelRelease = _KINDS[kind].from_arrays(arrays)
+    return release
+
+
+def stack_releases(releases: Sequence[ModelRelease], x: Any, y: Any) -> NDArray[np.float64]:
+    """The (K, n) logit-scaled confidences of K releases on the records ``(x, y)``."""
+    return np.stack([r.confidence(x, y) for r in releases])
