@@ -217,7 +217,8 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         ),
         "lira": Builtin(
             "games.lira:LiRAGame",
-            "Efficient LiRA: M models on random halves of a pool, each the target of the others; three calibrated TPRs.",
+            "Efficient LiRA: M models on random halves of a pool, each the target of the others; three calibrated "
+            "TPRs.",
         ),
     },
     "mechanism": {

@@ -235,7 +235,8 @@ def _comparable(release: Any, n: int) -> np.ndarray:
     from mechanisms.training.release import ModelRelease
 
     if isinstance(release, ModelRelease):
-        return np.concatenate([np.ravel(v).astype(np.float64) for v in release.to_arrays().values() if v.dtype.kind in "fiub"])
+        arrays = release.to_arrays().values()
+        return np.concatenate([np.ravel(v).astype(np.float64) for v in arrays if v.dtype.kind in "fiub"])
     if isinstance(release, pd.DataFrame):
         return np.column_stack(
             [release[c].cat.codes if isinstance(release[c].dtype, pd.CategoricalDtype) else release[c] for c in release]
