@@ -380,8 +380,8 @@ class LiRA(Attack):
         n = know.dataset_size
         n_aux = aux_x.shape[0]
         add_remove = know.neighbours == "add-remove"
-        base = n - 1
-        if n_aux < base + (0 if add_remove else 1):
+        others = n - 1  # auxiliary records beside the target in an IN shadow
+        if n_aux < others + (0 if add_remove else 1):
             raise ValueError(f"LiRA needs at least dataset_size = {n} auxiliary records, got {n_aux}.")
         pool_x = np.concatenate([aux_x, t_x])
         pool_y = np.concatenate([aux_y, t_y])
@@ -389,6 +389,7 @@ class LiRA(Attack):
         n_t = t_x.shape[0]
         half = self.n_shadows // 2
         root = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
+        base = TrainingData(pool_x, pool_y, np.ones(pool_x.shape[0], dtype=bool), n_classes=n_classes, size=n)
         own = np.empty((self.n_shadows, n_t))
         member = np.arange(self.n_shadows)[:, None].repeat(n_t, 1) < half  # shadows 0 .. S/2 − 1 hold the target
         for t, target_seed in enumerate(root.spawn(n_t)):
@@ -398,11 +399,11 @@ class LiRA(Attack):
                 pick = np.random.default_rng(data_seed).permutation(n_aux)
                 include = np.zeros(pool_x.shape[0], dtype=bool)
                 if s < half:
-                    include[pick[:base]] = True
+                    include[pick[:others]] = True
                     include[n_aux + t] = True
                 else:
-                    include[pick[: base if add_remove else base + 1]] = True
-                datasets.append(TrainingData(pool_x, pool_y, include, n_classes=n_classes, size=n))
+                    include[pick[: others if add_remove else others + 1]] = True
+                datasets.append(base.with_include(include, size=n))
                 seeds.append(release_seed)
             releases = know.oracle.release_many(datasets, seeds=seeds)
             own[:, t] = [r.confidence(t_x[t : t + 1], t_y[t : t + 1])[0] for r in releases]

@@ -179,13 +179,14 @@ class LiRAGame(Game):
         train = self.pool_size // 2
         cache = None if context is None else context.cache
         progress = None if context is None else context.progress
+        base = TrainingData(x, y, masks[0], size=train)  # hashed once: every model's key shares its pool hash
         confidence = np.empty((self.n_models, self.pool_size))
         accuracy = np.empty((2, self.n_models))
         for start in range(0, self.n_models, self.batch):
             part = range(start, min(start + self.batch, self.n_models))
             releases = cached_release_many(
                 mechanism,
-                [TrainingData(x, y, masks[k], size=train) for k in part],
+                [base.with_include(masks[k], size=train) for k in part],
                 seeds=[seeds[k] for k in part],
                 cache=cache,
                 progress=progress,

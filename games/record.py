@@ -96,6 +96,30 @@ def _population(data: str, columns: tuple[str, ...] | None) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+@lru_cache(maxsize=2)
+def _population_pool(data: str) -> Any:
+    """The whole population encoded for a trained model (:mod:`games.features`), as the pool every round's
+    training set is a mask of (its content hash computed once per process)."""
+    from games.features import model_arrays
+    from mechanisms.training.data import TrainingData
+
+    arrays = model_arrays(data)
+    return TrainingData(arrays.x, arrays.y, np.ones(arrays.y.shape[0], dtype=bool))
+
+
+@dataclass(frozen=True)
+class _Encoder:
+    """The public encoding of ``data``'s records as model inputs (picklable, unlike a closure)."""
+
+    data: str
+
+    def __call__(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        from games.features import encode
+
+        arrays = encode(table, self.data)
+        return arrays.x, arrays.y
+
+
 def _public_ranges(data: str, columns: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     from games.datasets import public_domain
 
@@ -225,7 +249,7 @@ def _balanced_labels(rounds: int, rng: np.random.Generator) -> np.ndarray:
 class _RecordGameBase(Game):
     """Shared parameters of the record-level games (documented on each game)."""
 
-    input_kinds: ClassVar[frozenset[str]] = frozenset({"table"})
+    input_kinds: ClassVar[frozenset[str]] = frozenset({"table", "dataset"})
     knowledge: ClassVar[frozenset[str]] = frozenset({"nothing", "auxiliary"})
 
     data: str = "adult"
@@ -309,6 +333,11 @@ class _RecordGameBase(Game):
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
         reason = Game.incompatibility(self, mechanism, attack)
+        if reason is None and mechanism.input_kind == "dataset" and self.columns is not None:
+            return (
+                f"columns must be left out for a trained model (it trains on every column, encoded by "
+                f"games/features.py), got {list(self.columns)!r}"
+            )
         check = getattr(attack, "table_incompatibility", None)
         if reason is None and callable(check):
             reason = check(_population(self.data, self.columns).iloc[:1])
@@ -328,6 +357,7 @@ class _RecordGameBase(Game):
             targets=pop.iloc[[target]].reset_index(drop=True),
             dataset_size=self.dataset_size,
             neighbours=self.neighbours_of(self.played()[-1]),
+            encoder=_Encoder(self.data) if mechanism.input_kind == "dataset" else None,
             oracle=BlackBox(
                 mechanism,
                 cache=None if context is None else context.cache,
@@ -368,6 +398,15 @@ class _RecordGameBase(Game):
 
         return labels, rounds()
 
+    def _input(self, mechanism: Mechanism, setup: RecordSetup, ids: np.ndarray) -> Any:
+        """The mechanism's input for the records ``ids``: their table, or (a trained model) the encoded population
+        with those records included, of public size n."""
+        if mechanism.input_kind == "table":
+            return setup.population.iloc[ids].reset_index(drop=True)
+        include = np.zeros(len(setup.population), dtype=bool)
+        include[ids] = True
+        return _population_pool(self.data).with_include(include, size=self.dataset_size)
+
     def play(
         self,
         mechanism: Mechanism,
@@ -399,9 +438,9 @@ class _RecordGameBase(Game):
             b, plans = self._worlds(game, setup, target, entropy)
             refs: list[int] = []
             while chunk := list(itertools.islice(plans, _CHUNK)):
-                tables = [setup.population.iloc[ids].reset_index(drop=True) for ids, _, _ in chunk]
+                inputs = [self._input(mechanism, setup, ids) for ids, _, _ in chunk]
                 releases = cached_release_many(
-                    mechanism, tables, seeds=[s for _, s, _ in chunk], cache=cache, progress=progress
+                    mechanism, inputs, seeds=[s for _, s, _ in chunk], cache=cache, progress=progress
                 )
                 scores.extend(float(fitted.score(r, np.zeros(1, dtype=np.intp))[0]) for r in releases)
                 refs.extend(ref for _, _, ref in chunk)

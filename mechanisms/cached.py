@@ -42,13 +42,7 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
             code_fingerprint("mechanisms.dpsgd.models"),
             code_fingerprint("analysis.cache"),
         ]
-        content = {
-            "x": content_hash(data.x),
-            "y": content_hash(data.y),
-            "include": content_hash(data.include),
-            "n_classes": data.n_classes,
-            "size": data.public_size,
-        }
+        content = {"pool": data.pool_hash, "include": content_hash(data.include), "size": data.public_size}
     else:
         return None
     return make_key(

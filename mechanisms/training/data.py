@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,9 @@ class TrainingData:
     include: NDArray[np.bool_]
     n_classes: int = 2
     size: int | None = None
+    # the content hash of the pool (x, y, n_classes), computed once and shared by with_include's copies, so that
+    # caching a thousand releases on one pool hashes its features once
+    _pool_hash: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         x = np.asarray(self.x)
@@ -86,8 +89,27 @@ class TrainingData:
         """``size``, or the number of included records."""
         return self.size if self.size is not None else self.n_train
 
+    @property
+    def pool_hash(self) -> str:
+        """SHA-256 of the pool's content (features, labels, classes), computed on first use."""
+        if self._pool_hash is None:
+            from analysis.cache import content_hash, make_key
+
+            object.__setattr__(
+                self, "_pool_hash", make_key(x=content_hash(self.x), y=content_hash(self.y), n_classes=self.n_classes)
+            )
+        return str(self._pool_hash)
+
+    def with_include(self, include: Any, *, size: int | None = None) -> TrainingData:
+        """The same pool with another include-mask (and public size); the pool's hash is shared, not recomputed."""
+        other = TrainingData(self.x, self.y, include, n_classes=self.n_classes, size=size)
+        object.__setattr__(other, "_pool_hash", self._pool_hash)
+        return other
+
     def shares_pool(self, other: TrainingData) -> bool:
         """Whether ``other`` has the same pool (features, labels, classes): the precondition of batching."""
+        if self._pool_hash is not None and self._pool_hash == other._pool_hash:
+            return True
         return (
             self.n_classes == other.n_classes
             and (self.x is other.x or np.array_equal(self.x, other.x))
