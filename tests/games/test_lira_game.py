@@ -1,0 +1,168 @@
+"""The efficient LiRA game: the design of the halves, incremental models through the cache, the report's columns,
+refusals before any training, and the golden row pinned to its seed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from analysis.cache import ArtefactCache
+from attacks import Identity
+from attacks.lira import LiRA
+from games._base import AnalysisSettings, TrialContext
+from games.lira import LiRAGame, lira_masks
+from mechanisms import RandomizedResponse
+from mechanisms.training import GradientBoostedTrees, LogisticRegressionClassifier
+
+SEED = np.random.SeedSequence(2112, spawn_key=(0, 0))
+SMALL: dict[str, Any] = {"pool_size": 300, "n_boot": 50}
+MODEL = LogisticRegressionClassifier(epochs=3, batch_size=50, learning_rate=0.05)
+
+
+def _counting(cache_root: Any) -> tuple[ArtefactCache, list[int]]:
+    """A cache and a counter of the model entries written to it."""
+    cache = ArtefactCache(cache_root)
+    writes: list[int] = []
+    original = cache.put_arrays
+
+    def put(key: str, arrays: Any, **kw: Any) -> None:
+        writes.append(1)
+        original(key, arrays, **kw)
+
+    cache.put_arrays = put  # type: ignore[method-assign]
+    return cache, writes
+
+
+@pytest.mark.parametrize("m, n", [(4, 10), (6, 11 - 1), (32, 300)])
+def test_halves_are_balanced_complementary_and_nested(m, n):
+    masks = lira_masks(m, n, entropy=5, repetition=0)
+    assert (masks.sum(axis=1) == n // 2).all()  # every model trains on N = N₊/2
+    assert (masks.sum(axis=0) == m // 2).all()  # every record is IN exactly M/2 models
+    assert (masks[0::2] == ~masks[1::2]).all()
+    # a prefix of the models is the design with fewer models: M = 16 -> 64 adds models, never redraws
+    assert np.array_equal(lira_masks(m + 4, n, 5, 0)[:m], masks)
+    assert not np.array_equal(lira_masks(m, n, 5, 1), masks)  # another repetition, other halves
+
+
+def test_play_stores_scores_of_every_pair_and_analysis_gives_the_report_columns():
+    game = LiRAGame(**SMALL, n_models=8)
+    outcome = game.play(MODEL, LiRA(), seed=SEED)
+    assert outcome.scores.shape == (8 * 300,) and outcome.arrays["confidence"].shape == (8, 300)
+    assert outcome.arrays["valid"].all() and np.isfinite(outcome.scores).all()
+    row = game.analyse_trial(outcome, AnalysisSettings(), seed=SEED)
+    for f in ("0.001", "0.01", "0.1"):
+        for method in ("naive", "pp", "pp_t", "per_sample"):
+            for rate in ("tpr", "fpr"):
+                assert 0.0 <= row[f"{rate}_{method}_{f}"] <= 1.0
+                assert row[f"{rate}_{method}_low_{f}"] <= row[f"{rate}_{method}_high_{f}"]
+    assert row["n_models"] == 8 and row["n_samples"] == 300 and 0.0 <= row["auc"] <= 1.0
+    assert row["fpr_naive_0.1"] <= 0.1  # the naive threshold's realised FPR never exceeds the nominal one
+    assert row == game.analyse_trial(outcome, AnalysisSettings(), seed=SEED)
+
+
+def test_more_models_train_only_the_new_ones_and_equal_training_all_at_once(tmp_path):
+    cache, writes = _counting(tmp_path / "cache")
+    small = LiRAGame(**SMALL, n_models=6, batch=4).play(MODEL, LiRA(), seed=SEED, context=TrialContext(cache=cache))
+    assert len(writes) == 6
+    grown = LiRAGame(**SMALL, n_models=10, batch=4).play(MODEL, LiRA(), seed=SEED, context=TrialContext(cache=cache))
+    assert len(writes) == 10  # only the 4 new models trained
+    fresh = LiRAGame(**SMALL, n_models=10, batch=10).play(MODEL, LiRA(), seed=SEED)
+    np.testing.assert_array_equal(grown.arrays["confidence"], fresh.arrays["confidence"])
+    np.testing.assert_array_equal(grown.arrays["confidence"][:6], small.arrays["confidence"])
+    np.testing.assert_array_equal(grown.scores, fresh.scores)
+
+
+def test_a_changed_model_parameter_or_pool_misses_the_cache(tmp_path):
+    cache, writes = _counting(tmp_path / "cache")
+    game = LiRAGame(**SMALL, n_models=4)
+    game.play(MODEL, LiRA(fix_variance=True), seed=SEED, context=TrialContext(cache=cache))
+    other = LogisticRegressionClassifier(epochs=4, batch_size=50, learning_rate=0.05)
+    game.play(other, LiRA(fix_variance=True), seed=SEED, context=TrialContext(cache=cache))
+    assert len(writes) == 8
+    LiRAGame(pool_size=302, n_boot=50, n_models=4).play(
+        MODEL, LiRA(fix_variance=True), seed=SEED, context=TrialContext(cache=cache)
+    )
+    assert len(writes) == 12
+    # the attack is not part of a model's key: another LiRA variant reuses the models
+    game.play(MODEL, LiRA(fix_variance=True, online=False), seed=SEED, context=TrialContext(cache=cache))
+    assert len(writes) == 12
+
+
+def test_fpc_is_applied_only_when_the_attack_asks():
+    game = LiRAGame(**SMALL, n_models=8)
+    plain = game.play(MODEL, LiRA(), seed=SEED)
+    corrected = game.play(MODEL, LiRA(fpc=True), seed=SEED)
+    assert plain.arrays["fpc"][0] == 1.0 and corrected.arrays["fpc"][0] == 0.5
+    np.testing.assert_array_equal(plain.arrays["confidence"], corrected.arrays["confidence"])
+    assert not np.array_equal(plain.scores, corrected.scores)
+
+
+def test_trees_play_too():
+    game = LiRAGame(**SMALL, n_models=6, data="compas")
+    outcome = game.play(GradientBoostedTrees(max_iter=5), LiRA(), seed=SEED)
+    assert np.isfinite(outcome.scores).all()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"pool_size": 301}, "pool_size must be even"),
+        ({"pool_size": 2}, "pool_size must be an integer"),
+        ({"pool_size": 10**12}, "pool_size must be an integer"),
+        ({"n_models": 7}, "n_models must be even"),
+        ({"n_models": 2}, "n_models must be an integer"),
+        ({"data": "digits"}, "data must be one of adult, compas"),
+        ({"fprs": (0.0, 0.1)}, r"fprs\[0\] must be"),
+        ({"fprs": (0.1, 1.0)}, r"fprs\[1\] must be"),
+        ({"fprs": (0.1, 0.1)}, "fprs must be distinct"),
+        ({"fprs": ()}, "fprs must be a non-empty list"),
+        ({"n_boot": -1}, "n_boot must be an integer"),
+        ({"batch": 0}, "batch must be an integer"),
+    ],
+)
+def test_bad_parameters_are_refused_with_the_field(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        LiRAGame(**{**SMALL, **kwargs})
+
+
+def test_incompatible_partners_are_refused_before_any_training():
+    game = LiRAGame(**SMALL, n_models=4)
+    assert "needs a trained-model mechanism" in str(game.incompatibility(RandomizedResponse(epsilon=1.0), LiRA()))
+    assert "plays the LiRA attack" in str(game.incompatibility(MODEL, Identity()))
+    reason = game.incompatibility(MODEL, LiRA())  # per-example variance needs 2 IN and 2 OUT others: M >= 6
+    assert reason is not None and "n_models must be at least 6" in reason
+    assert game.incompatibility(MODEL, LiRA(fix_variance=True)) is None
+
+
+# The stored row of the quick LiRA experiment's config shrunk (logistic regression, 8 models on 300 Adult records),
+# recorded from the code on 2026-12-01.  A change here means the pool, the halves, the models' streams, the training,
+# LiRA's scores or the analysis changed: a breaking change for every stored result, made on purpose, never silently.
+# The models train in float32 with batched products whose last bits may differ between CPU instruction sets, hence
+# the 1e-5 tolerance on the scores (a changed stream moves them by far more).
+GOLDEN = {
+    "auc": 0.5420416666666666,
+    "tpr_naive_0.1": 0.11166666666666666,
+    "fpr_naive_0.1": 0.1,
+    "tpr_pp_0.01": 0.16166666666666665,
+    "fpr_pp_0.01": 0.11583333333333333,
+    "tpr_pp_t_0.1": 0.2375,
+    "fpr_pp_t_0.1": 0.13,
+    "tpr_per_sample_0.1": 0.355,
+}
+GOLDEN_SCORES = [0.3030148008937017, -4.1586466052937, 4.897257300602866, -0.6568433721968778]
+
+
+def test_golden_stored_row(stored_trial):
+    config = {
+        "experiment": {"name": "golden", "seed": 2112},
+        "game": {"name": "lira", "pool_size": 300, "n_models": 8, "n_boot": 50},
+        "mechanism": {"name": "logistic-regression", "epochs": 3, "batch_size": 50, "learning_rate": 0.05},
+        "attack": {"name": "lira"},
+    }
+    row, outcome = stored_trial(config)
+    assert (row["spawn_key"], row["n_models"], row["n_samples"]) == ("0/0", 8, 300)
+    assert {k: row[k] for k in GOLDEN} == pytest.approx(GOLDEN, rel=1e-9)
+    np.testing.assert_allclose(outcome.scores[:4], GOLDEN_SCORES, rtol=1e-5)
+    assert outcome.membership[:6].astype(int).tolist() == lira_masks(8, 300, 2112, 0)[0, :6].astype(int).tolist()
