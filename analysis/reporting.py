@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # tables arrive as DataFrames; pandas itself is not needed to format them
     import pandas as pd
 
-__all__ = ["TABLE_FORMATS", "format_table", "plot_lower_bounds"]
+__all__ = ["TABLE_FORMATS", "format_table", "plot_lower_bounds", "plot_roc_curves"]
 
 TableFormat = Literal["table", "csv", "markdown", "latex"]
 TABLE_FORMATS: tuple[str, ...] = ("table", "csv", "markdown", "latex")
@@ -161,6 +162,64 @@ def plot_lower_bounds(
     if title:
         ax.set_title(title)
     ax.legend(loc="upper left", fontsize="small")
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def plot_roc_curves(
+    panels: Mapping[str, Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]]],
+    path: str | Path,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+) -> Path:
+    """Log–log ROC curves, one panel per evaluation (e.g. naive and post-processed), one curve per setting.
+
+    Parameters
+    ----------
+    panels : mapping of str to mapping of str to (fpr, tpr)
+        ``{panel title: {curve label: (fpr grid, tpr)}}``; FPRs in (0, 1].
+    path : str or Path
+        Output file (``.png``, ``.pdf`` or ``.svg``).
+    title, subtitle : str or None, default=None
+        The figure's title (the experiment's name) and a line of context under it.
+
+    Returns
+    -------
+    Path
+        The written file.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ValueError(f"path must end in .png, .pdf or .svg, got {str(out)!r}.")
+    if not panels:
+        raise ValueError("panels must hold at least one panel of curves, got none.")
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), layout="constrained", squeeze=False)
+    for ax, (name, curves) in zip(axes[0], panels.items(), strict=True):
+        low = 1.0
+        for label, (fpr, tpr) in curves.items():
+            f, t = np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)
+            keep = (f > 0) & (t > 0)
+            if keep.any():
+                ax.plot(f[keep], t[keep], label=label, linewidth=1.5)
+                low = min(low, float(f[keep].min()))
+        ax.plot([low, 1.0], [low, 1.0], color="grey", linestyle="--", linewidth=1, label="chance (TPR = FPR)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(low, 1.0)
+        ax.set_ylim(low, 1.0)
+        ax.set_xlabel("false-positive rate")
+        ax.set_ylabel("true-positive rate")
+        ax.set_title(name, fontsize="medium")
+        ax.legend(loc="lower right", fontsize="x-small")
+    if title:
+        fig.suptitle(title + (f"\n{subtitle}" if subtitle else ""), fontsize="medium")
     fig.savefig(out)
     plt.close(fig)
     return out

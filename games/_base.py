@@ -207,6 +207,16 @@ class Game(ABC):
         work override this to do it once."""
         return self.analyse_trial(outcome, settings, seed=seed), self.record_rows(outcome, settings, seed=seed)
 
+    def brief_columns(self) -> tuple[str, ...] | None:
+        """The summary columns a plain, Markdown or LaTeX report shows, for games with many (``--format csv``
+        always gives them all); ``None`` (the default): every column."""
+        return None
+
+    def roc_curves(self, outcome: TrialOutcome) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] | None:
+        """ROC curves of one trial, ``{evaluation: (fpr grid, tpr)}``, for games whose figure is a log–log ROC
+        (``privgame report --plot``); ``None`` (the default): the game's figure is its ε bound."""
+        return None
+
     def record_rows(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> list[dict[str, Any]]:

@@ -295,7 +295,7 @@ def _report_warnings(root: str) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from games.report import plot_results, records_results, summarise_results
+    from games.report import brief_summary, plot_results, records_results, summarise_results
 
     _check_output_file(args.output, "--output")
     _check_output_file(args.plot, "--plot")
@@ -304,6 +304,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     summary, swept = summarise_results(args.results, **trust)
     _report_warnings(args.results)
     table = records_results(args.results, **trust) if args.records else summary
+    if not args.records and args.format != "csv":
+        table, hidden = brief_summary(args.results, summary, swept)
+        if hidden:
+            print(f"privgame: {hidden} more columns (intervals, diagnostics) with --format csv", file=sys.stderr)
     text = format_table(table, args.format)
     _write_text(args.output, text)
     if args.plot:

@@ -100,11 +100,11 @@ class LiRAGame(Game):
     n_boot: int = 1000
 
     def __post_init__(self) -> None:
-        from games.features import model_arrays
+        from games.features import POPULATION_SIZES
 
         if self.data not in DATA:
             raise ValueError(f"data must be one of {', '.join(DATA)}, got {self.data!r}.")
-        size = model_arrays(self.data).y.shape[0]
+        size = POPULATION_SIZES[self.data]
         n = check_int("pool_size", self.pool_size, low=4, high=size)
         if n % 2:
             raise ValueError(f"pool_size must be even (the models train on complementary halves), got {n}.")
@@ -258,6 +258,33 @@ class LiRAGame(Game):
             row[f"models_needed_{float(f):g}"] = int(needed)
             row[f"naive_sample_fpr_p90_{float(f):g}"] = float(spread)
         return row
+
+    def brief_columns(self) -> tuple[str, ...]:
+        """The three numbers with their realised FPRs at each FPR, the AUC, M and the models' accuracies."""
+        rates = tuple(
+            f"{rate}_{method}_{f:g}"
+            for f in self.fprs
+            for method in ("naive", "pp", "pp_t", "per_sample")
+            for rate in ("tpr", "fpr")
+        )
+        return ("n_models", "auc", *rates, "train_accuracy", "test_accuracy")
+
+    def roc_curves(self, outcome: TrialOutcome) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The pooled log–log ROC (TPR against the realised FPR) of the attack's scores (naive) and of the
+        standardised confidences (post-processed, the pairs that can be standardised)."""
+        from analysis.calibration import loo_statistics, pooled_roc, standardise
+
+        m, n = (int(v) for v in outcome.arrays["shape"])
+        member = outcome.membership.reshape(m, n)
+        confidence = outcome.arrays["confidence"]
+        stats = loo_statistics(confidence, member, fpc=float(outcome.arrays["fpc"][0]))
+        z = standardise(confidence, stats.mu_out, stats.sigma_out, stats.delta, valid=stats.valid)
+        _, naive_tpr, naive_fpr = pooled_roc(outcome.scores, outcome.membership)
+        _, pp_tpr, pp_fpr = pooled_roc(z[stats.valid], member[stats.valid])
+        return {
+            "naive: the attack's scores pooled": (naive_fpr, naive_tpr),
+            "post-processed: standardised confidences pooled": (pp_fpr, pp_tpr),
+        }
 
     def summarise(
         self,

@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from games._base import AnalysisSettings, Game
+from games._text import printable
 from games.config import ConfigError, import_plugins, stored_games
 from games.registry import GAMES
 from games.store import ResultsStore, StoreError
 
-__all__ = ["ladder_results", "plot_results", "records_results", "summarise_results"]
+__all__ = ["brief_summary", "ladder_results", "plot_results", "records_results", "summarise_results"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,9 +200,56 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
     group_by = [c for c in swept if not c.startswith("mechanism.")]
     game = _table(_table(store.manifest().get("config")).get("game")).get("name")
     cls = GAMES.get(game) if isinstance(game, str) and game in GAMES else Game
+    curves = _roc_panels(root, store)
+    if curves is not None:
+        from analysis.reporting import plot_roc_curves
+
+        manifest = store.manifest()
+        title = printable(str(manifest.get("name") or Path(root).name))
+        return plot_roc_curves(curves, path, title=title, subtitle=_context(store))
     return plot_lower_bounds(
         summary, path, group_by=group_by, title=Path(root).name, bound=cls.headline, band=cls.headline_band
     )
+
+
+def _roc_panels(root: str, store: ResultsStore) -> dict[str, dict[str, Any]] | None:
+    """``{evaluation: {grid point: (fpr, tpr)}}`` from the first finished trial of each grid point, for games that
+    draw ROC curves (``Game.roc_curves``); ``None`` for the others."""
+    stored = _load(root, (), False)
+    rows = stored.rows
+    panels: dict[str, dict[str, Any]] = {}
+    for g in sorted({int(g) for g in rows["grid_point"].unique()}):
+        trial = int(rows.loc[rows["grid_point"] == g, "trial"].min())
+        curves = stored.games[g].roc_curves(stored.store.load_outcome(trial))
+        if curves is None:
+            return None
+        params = stored.manifest["grid"][g]["params"]
+        label = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items()) or stored.name
+        for evaluation, curve in curves.items():
+            panels.setdefault(evaluation, {})[label] = curve
+    return panels or None
+
+
+def brief_summary(root: str, summary: pd.DataFrame, swept: Sequence[str]) -> tuple[pd.DataFrame, int]:
+    """The summary as a plain table shows it: the swept columns and the game's brief columns
+    (``Game.brief_columns``), with how many columns were left out (``--format csv`` has them all)."""
+    stored = _load(root, (), False)
+    brief = stored.games[0].brief_columns() if stored.games else None
+    if brief is None:
+        return summary, 0
+    keep = [c for c in summary.columns if c in swept or c.startswith("mechanism.") or c == "epsilon_analytic"]
+    keep += [c for c in brief if c in summary.columns and c not in keep]
+    keep += [c for c in ("failed",) if c in summary.columns]
+    return summary[keep], summary.shape[1] - len(keep)
+
+
+def _context(store: ResultsStore) -> str:
+    """One line of what a figure shows: the game's and mechanism's names."""
+    config = _table(store.manifest().get("config"))
+    game = _table(config.get("game")).get("name", "?")
+    mechanism = _table(config.get("mechanism")).get("name", "?")
+    attack = _table(config.get("attack")).get("name", "?")
+    return printable(f"game {game}, mechanism {mechanism}, attack {attack}")
 
 
 def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False) -> pd.DataFrame:

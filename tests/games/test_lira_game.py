@@ -166,3 +166,35 @@ def test_golden_stored_row(stored_trial):
     assert {k: row[k] for k in GOLDEN} == pytest.approx(GOLDEN, rel=1e-9)
     np.testing.assert_allclose(outcome.scores[:4], GOLDEN_SCORES, rtol=1e-5)
     assert outcome.membership[:6].astype(int).tolist() == lira_masks(8, 300, 2112, 0)[0, :6].astype(int).tolist()
+
+
+def test_report_csv_has_every_column_the_issue_names_and_the_plot_is_a_roc(tmp_path, capsys):
+    import io
+
+    import pandas as pd
+
+    from games.cli import main
+
+    config = tmp_path / "lira.toml"
+    config.write_text(
+        '[experiment]\nname = "lira_tiny"\nseed = 3\n'
+        '[game]\nname = "lira"\npool_size = 200\nn_models = [6, 8]\nn_boot = 40\n'
+        '[mechanism]\nname = "logistic-regression"\nepochs = 2\nbatch_size = 50\n'
+        '[attack]\nname = "lira"\n'
+    )
+    out = tmp_path / "runs"
+    assert main(["run", str(config), "--out", str(out), "--no-progress", "--no-cache"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert table["n_models"].tolist() == [6, 8]
+    for f in ("0.001", "0.01", "0.1"):
+        for method in ("naive", "pp", "pp_t", "per_sample"):
+            assert {f"tpr_{method}_{f}", f"fpr_{method}_{f}"} <= set(table.columns)
+    assert {"auc", "n_models"} <= set(table.columns)
+    figure = tmp_path / "roc.png"
+    assert main(["report", str(out), "--plot", str(figure)]) == 0
+    captured = capsys.readouterr()
+    assert figure.stat().st_size > 10_000 and "more columns (intervals, diagnostics) with --format csv" in captured.err
+    plain = captured.out.splitlines()[0].split()
+    assert "tpr_pp_t_0.001" in plain and "tpr_pp_t_low_0.001" not in plain  # the brief table

@@ -1,0 +1,45 @@
+"""The model games' encoding of tabular records: public-domain only, stable, and the shipped population sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from games.datasets import load
+from games.features import LABELS, POPULATION_SIZES, encode, model_arrays
+
+
+@pytest.mark.parametrize("data", sorted(LABELS))
+def test_population_sizes_match_the_shipped_files(data):
+    table = load(data, split="all") if data == "adult" else load(data)
+    assert len(table) == POPULATION_SIZES[data] == model_arrays(data).y.shape[0]
+
+
+@pytest.mark.parametrize("data", sorted(LABELS))
+def test_encoding_is_per_record_and_in_the_unit_box(data):
+    arrays = model_arrays(data)
+    assert arrays.x.dtype == np.float32 and arrays.x.shape[1] == len(arrays.features)
+    assert arrays.x.min() >= 0.0 and arrays.x.max() <= 1.0
+    assert set(np.unique(arrays.y)) == {0, 1}
+    assert arrays.label not in arrays.features
+    table = load(data, split="all") if data == "adult" else load(data)
+    # a record's encoding does not depend on which other records are encoded with it (public domain only)
+    some = encode(table.iloc[[5, 17, 3]].reset_index(drop=True), data)
+    np.testing.assert_array_equal(some.x, arrays.x[[5, 17, 3]])
+    np.testing.assert_array_equal(some.y, arrays.y[[5, 17, 3]])
+
+
+def test_adult_label_is_high_income_and_categoricals_are_one_hot():
+    arrays = model_arrays("adult")
+    table = load("adult", split="all")
+    assert arrays.y.mean() == pytest.approx((table["income"].astype(str) == ">50K").mean())
+    sex = [i for i, name in enumerate(arrays.features) if name.startswith("sex=")]
+    assert len(sex) == 2 and np.all(arrays.x[:, sex].sum(axis=1) == 1.0)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="data must be one of adult, compas"):
+        model_arrays("digits")
+    table = load("compas")
+    with pytest.raises(ValueError, match="table must have every column of 'compas'"):
+        encode(table.drop(columns=["sex"]), "compas")
