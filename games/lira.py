@@ -292,16 +292,19 @@ class LiRAGame(Game):
         settings: AnalysisSettings,
         load_outcome: Callable[[int], TrialOutcome],
     ) -> dict[str, float | int]:
-        """The mean over repetitions (pools) of every per-trial number, and how many there are."""
-        skip = {"trial", "grid_point", "seed", "spawn_key", "epsilon_analytic"}
+        """The mean over repetitions (pools) of every per-trial number of the game, and how many there are."""
+        bookkeeping = {"trial", "grid_point", "repetition", "spawn_key", "seconds", "epsilon_analytic"}
         out: dict[str, Any] = {}
         if "epsilon_analytic" in rows:
             out["epsilon_analytic"] = float(rows["epsilon_analytic"].iloc[0])
         for column in rows.columns:
-            if column in skip or column.startswith("sha256") or not pd.api.types.is_numeric_dtype(rows[column]):
+            # the swept parameters ("section.name") and the store's own columns are not the game's numbers
+            if column in bookkeeping or column.startswith(("game.", "mechanism.", "attack.", "sha256")):
                 continue
-            out[column] = (
-                float(rows[column].mean()) if column not in ("n_models", "n_samples") else int(rows[column].iloc[0])
-            )
+            values = rows[column]
+            if not pd.api.types.is_numeric_dtype(values):
+                continue
+            constant_int = pd.api.types.is_integer_dtype(values) and values.nunique() == 1
+            out[column] = int(values.iloc[0]) if constant_int else float(values.mean())
         out["n_trials"] = len(rows)
         return out
