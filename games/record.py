@@ -96,15 +96,23 @@ def _population(data: str, columns: tuple[str, ...] | None) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-@lru_cache(maxsize=2)
-def _population_pool(data: str) -> Any:
-    """The whole population encoded for a trained model (:mod:`games.features`), as the pool every round's
-    training set is a mask of (its content hash computed once per process)."""
-    from games.features import model_arrays
-    from mechanisms.training.data import TrainingData
+def _model_pool(data: str, setup: RecordSetup) -> tuple[Any, np.ndarray]:
+    """The pool every round's training set is a mask of, for a trained model: the released dataset and the
+    evaluation pool (every record a round can draw), encoded (:mod:`games.features`), in increasing id order; and
+    the position of each population id in it (−1: not in the pool).  Built once per setup, so its content hash
+    is computed once; a pool smaller than the population keeps DP-SGD's per-row Poisson draws to what a round can
+    use."""
+    if setup.model_pool is None:
+        from games.features import model_arrays
+        from mechanisms.training.data import TrainingData
 
-    arrays = model_arrays(data)
-    return TrainingData(arrays.x, arrays.y, np.ones(arrays.y.shape[0], dtype=bool))
+        arrays = model_arrays(data)
+        ids = np.union1d(setup.released, setup.evaluation)
+        position = np.full(arrays.y.shape[0], -1, dtype=np.int64)
+        position[ids] = np.arange(ids.size)
+        pool = TrainingData(arrays.x[ids], arrays.y[ids], np.ones(ids.size, dtype=bool))
+        object.__setattr__(setup, "model_pool", (pool, position))
+    return setup.model_pool
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,8 @@ class RecordSetup:
         How each target was chosen: "achilles", "random" or "given".
     vulnerability : ndarray of float
         Each target's Achilles score within D.
+    model_pool : tuple or None
+        For trained models, the encoded pool of the rounds and the position of each id in it (built on first use).
     """
 
     population: pd.DataFrame
@@ -151,6 +161,7 @@ class RecordSetup:
     targets: np.ndarray
     selection: np.ndarray
     vulnerability: np.ndarray
+    model_pool: Any = None
 
 
 def _setup_key(game: _RecordGameBase) -> tuple[Any, ...]:
@@ -403,9 +414,10 @@ class _RecordGameBase(Game):
         with those records included, of public size n."""
         if mechanism.input_kind == "table":
             return setup.population.iloc[ids].reset_index(drop=True)
-        include = np.zeros(len(setup.population), dtype=bool)
-        include[ids] = True
-        return _population_pool(self.data).with_include(include, size=self.dataset_size)
+        pool, position = _model_pool(self.data, setup)
+        include = np.zeros(len(pool), dtype=bool)
+        include[position[ids]] = True
+        return pool.with_include(include, size=self.dataset_size)
 
     def play(
         self,
