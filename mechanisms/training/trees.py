@@ -127,11 +127,11 @@ class GradientBoostedTrees(TrainedModel):
             if np.unique(labels).size < 2:
                 raise ValueError("the training rows must hold at least two classes for gradient-boosted trees.")
             model.fit(data.x[mask], labels)
-            release = tree_release(model, data.x.shape[1], data.n_classes)
+            # checked before the conversion, whose own shape check would otherwise answer first, unhelpfully
             if model.n_trees_per_iteration_ != (1 if data.n_classes == 2 else data.n_classes):
                 raise ValueError(
                     f"the training rows must hold all {data.n_classes} classes for gradient-boosted trees, got "
                     f"{np.unique(labels).size}."
                 )
-            out.append(release)
+            out.append(tree_release(model, data.x.shape[1], data.n_classes))
         return out
