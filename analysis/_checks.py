@@ -148,11 +148,16 @@ def check_membership(name: str, membership: ArrayLike, n: int | None = None) -> 
     return arr
 
 
+def _bound(value: float) -> str:
+    """A bound as a message shows it: integers in full (2, 1048576), other numbers in ``g`` form."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
 def _interval_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     if low is None and high is None:
         return "a finite real number"
     if high is None:
-        return f"{'>' if low_open else '>='} {low:g}"
+        return f"{'>' if low_open else '>='} {_bound(low)}"
     if low is None:
-        return f"{'<' if high_open else '<='} {high:g}"
-    return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        return f"{'<' if high_open else '<='} {_bound(high)}"
+    return f"in {'(' if low_open else '['}{_bound(low)}, {_bound(high)}{')' if high_open else ']'}"

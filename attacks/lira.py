@@ -12,7 +12,9 @@ estimated by medians, as the reference code does, and scores the target model's 
   improbable on EITHER side of μ_out — a target scored far below the OUT models also looks like a member.
 
 Variance: per example (σ of each target's own IN and OUT scores), or ``fix_variance``: one σ for the IN side and
-one for the OUT side, each pooled from its own side's scores (the mean of the per-example variances).  Two
+one for the OUT side, each pooled from its own side's scores (the pooled within-target variance Σ n_i σ_i² / Σ n_i
+over the targets with two scores or more on that side; the reference's ``np.std`` of all scores at once would add
+the spread of the targets' means).  Two
 other tools got this wrong: Privacy Meter used the IN σ for both sides (copied from the reference plotting
 code), and LeakPro scored offline LiRA with a log-CDF where the reference uses the density (SPEC §8).
 
@@ -150,11 +152,15 @@ def _finish(
     need = 1 if fix_variance else 2
     valid = (n_out >= need) & ((n_in >= need) if online else True)
     if fix_variance:
-        # one σ per side, pooled from the per-target variances of the targets that have that side
+        # one σ per side: the pooled within-target variance Σ n_i σ_i² / Σ n_i of the targets whose side has two
+        # scores or more (a single score's variance is 0, not an estimate)
         def pooled(var: NDArray[np.float64], n: NDArray[np.int64]) -> NDArray[np.float64]:
-            has = n >= 1
-            total = np.sum(np.where(has, var, 0.0), axis=axis, keepdims=axis is not None)
-            return np.broadcast_to(total / np.maximum(np.sum(has, axis=axis, keepdims=axis is not None), 1), var.shape)
+            weight = np.where(n >= 2, n, 0).astype(np.float64)
+            keep = axis is not None
+            total = np.sum(weight * var, axis=axis, keepdims=keep) / np.maximum(
+                np.sum(weight, axis=axis, keepdims=keep), 1
+            )
+            return np.broadcast_to(total, var.shape)
 
         var_in, var_out = pooled(var_in, n_in), pooled(var_out, n_out)
     sigma_in = np.maximum(np.sqrt(var_in / fpc), SIGMA_FLOOR)

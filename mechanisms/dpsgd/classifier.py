@@ -68,8 +68,8 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
     ) -> list[ModelRelease]:
         data: TrainingData = pool
-        x = torch.from_numpy(np.ascontiguousarray(data.x))
-        y = torch.from_numpy(np.ascontiguousarray(data.y))
+        x = torch.tensor(data.x)  # copies: the pool's arrays may be read-only (torch warns on those)
+        y = torch.tensor(data.y)
         widths = (data.x.shape[1], *self.hidden, data.n_classes)
         gens = torch_generators(rngs)
         out: list[ModelRelease | None] = [None] * len(gens)

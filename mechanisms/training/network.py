@@ -91,8 +91,8 @@ def train_networks(
         In the order of ``masks``.
     """
     sizes = (data.x.shape[1], *hidden, data.n_classes)
-    x = torch.from_numpy(np.ascontiguousarray(data.x))
-    y = torch.from_numpy(np.ascontiguousarray(data.y))
+    x = torch.tensor(data.x)  # copies: the pool's arrays may be read-only (torch warns on those)
+    y = torch.tensor(data.y)
     counts = masks.sum(axis=1)
     out: list[NetworkRelease | None] = [None] * len(generators)
     for n in np.unique(counts):

@@ -23,13 +23,13 @@ __all__ = ["ACTIVATIONS", "ModelRelease", "NetworkRelease", "TreeEnsembleRelease
 ACTIVATIONS = ("relu", "tanh", "elu", "gelu")
 
 
-def _features(x: Any, n_features: int) -> NDArray[np.float32]:
+def _features(x: Any, n_features: int, dtype: Any = np.float32) -> NDArray[Any]:
     arr = np.asarray(x)
     if arr.ndim != 2 or arr.shape[1] != n_features:
         raise ValueError(f"x must have shape (n, {n_features}), got {arr.shape}.")
     if not np.issubdtype(arr.dtype, np.number):
         raise TypeError(f"x must be a real array, got dtype {arr.dtype}.")
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    return np.ascontiguousarray(arr, dtype=dtype)
 
 
 class ModelRelease(ABC):
@@ -203,7 +203,7 @@ class TreeEnsembleRelease(ModelRelease):
 
     def raw(self, x: Any) -> NDArray[np.float64]:
         """The raw outputs ``(n, outputs)``: the baseline plus every tree's leaf value."""
-        xs = _features(x, self.n_features)
+        xs = _features(x, self.n_features, np.float64)  # compared with float64 thresholds, as scikit-learn does
         n, (t, width) = xs.shape[0], self.feature.shape
         feature, threshold = self.feature.ravel(), self.threshold.ravel()
         left, right, leaf = self.left.ravel(), self.right.ravel(), self.leaf.ravel()

@@ -75,8 +75,8 @@ class GradientBoostedTrees(TrainedModel):
     -----
     Input: a pool and an include-mask (:class:`mechanisms.training.data.TrainingData`); release: the trees as
     arrays (:class:`mechanisms.training.release.TreeEnsembleRelease`), scored by our own traversal.  No early
-    stopping (it would hold out part of the training set).  The training is deterministic given the data (no
-    subsampling); ``random_state`` is still drawn from the release's rng.  No privacy claim; K releases train one
+    stopping (it would hold out part of the training set).  Randomness: the features each split considers
+    (``max_features``), from an int seed drawn from the release's rng.  No privacy claim; K releases train one
     after the other (trees do not batch).
     """
 

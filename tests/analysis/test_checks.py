@@ -32,7 +32,8 @@ RANGES = [
     ({"low": 0.0, "high": 1.0, "low_open": True}, "in (0, 1]"),
     ({"low": 0.0, "high": 1.0, "high_open": True}, "in [0, 1)"),
     ({"low": 0.0, "high": 1.0, "low_open": True, "high_open": True}, "in (0, 1)"),
-    ({"low": -2.5, "high": 1e6}, "in [-2.5, 1e+06]"),
+    ({"low": -2.5, "high": 1e6}, "in [-2.5, 1000000]"),
+    ({"low": 0.5, "high": 1e20}, "in [0.5, 1e+20]"),
 ]
 
 

@@ -174,12 +174,22 @@ def test_fixed_variance_pools_each_side_from_its_own_scores():
 
 
 def test_fixed_variance_pools_only_targets_that_have_the_side():
+    """One score on a side is no variance estimate: a target with one is left out of that side's pool."""
+    single = fit_gaussians(
+        np.array([[1.0, 0.0], [5.0, 4.0], [3.0, 8.0]]),
+        np.array([[True, True], [False, True], [False, False]]),
+        fix_variance=True,
+    )
+    np.testing.assert_allclose(single.sigma_in, 2.0)  # only target 1's IN scores (0, 4) pool: target 0 has one
+
     scores = np.array([[1.0, 5.0, 0.0], [3.0, 9.0, 2.0], [0.0, 0.0, 6.0], [2.0, 4.0, 0.0]])
     member = np.array([[True, True, False], [True, True, False], [False, False, False], [False, False, False]])
     fits = fit_gaussians(scores, member, fix_variance=True)
-    # IN: targets 0 and 1 (variances 1 and 4); target 2 has no IN score and is left out of the pool
-    np.testing.assert_allclose(fits.sigma_in, np.sqrt((1.0 + 4.0) / 2))
-    np.testing.assert_allclose(fits.sigma_out, np.sqrt(np.mean([1.0, 4.0, np.var([0.0, 2.0, 6.0, 0.0])])))
+    # the pooled within-target variance Σ n_i σ_i² / Σ n_i over the targets with two scores or more on the side.
+    # IN: targets 0 and 1 (2 scores each, variances 1 and 4); target 2 has no IN score and is left out of the pool
+    np.testing.assert_allclose(fits.sigma_in, np.sqrt((2 * 1.0 + 2 * 4.0) / 4))
+    out_var = (2 * 1.0 + 2 * 4.0 + 4 * np.var([0.0, 2.0, 6.0, 0.0])) / 8
+    np.testing.assert_allclose(fits.sigma_out, np.sqrt(out_var))
     np.testing.assert_array_equal(fits.n_in, [2, 2, 0])
     np.testing.assert_array_equal(fits.valid, [True, True, False])
     np.testing.assert_array_equal(fit_gaussians(scores, member, fix_variance=True, online=False).valid, [True] * 3)
@@ -395,9 +405,9 @@ def test_attack_errors():
         LiRA(n_shadows=4).fit(small, rng=rng)
     with pytest.raises(ValueError, match=r"n_shadows must be even \(half of the shadows train on the target\), got 5"):
         LiRA(n_shadows=5)
-    with pytest.raises(ValueError, match=r"n_shadows must be an integer in \[4, 1e\+06\], got 2\."):
+    with pytest.raises(ValueError, match=r"n_shadows must be an integer in \[4, 1000000\], got 2\."):
         LiRA(n_shadows=2)
-    with pytest.raises(ValueError, match=r"n_shadows must be an integer in \[2, 1e\+06\], got 0\."):
+    with pytest.raises(ValueError, match=r"n_shadows must be an integer in \[2, 1000000\], got 0\."):
         LiRA(n_shadows=0, fix_variance=True)
     with pytest.raises(TypeError, match=r"n_shadows must be an integer, got 4\.0\."):
         LiRA(n_shadows=4.0)
