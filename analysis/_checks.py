@@ -157,6 +157,7 @@ def _interval_text(low: float | None, high: float | None, low_open: bool, high_o
     if low is None and high is None:
         return "a finite real number"
     if high is None:
+        assert low is not None  # for mypy: both None returned above
         return f"{'>' if low_open else '>='} {_bound(low)}"
     if low is None:
         return f"{'<' if high_open else '<='} {_bound(high)}"

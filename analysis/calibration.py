@@ -599,6 +599,10 @@ class CalibrationReport:
         - ``fpr``: the nominal FPR α; ``models_needed``: ⌈10/α⌉, the paper's M for reliable per-sample estimates;
         - for each method in ``naive``, ``pp``, ``pp_t``, ``per_sample``: ``tpr_<method>`` and ``fpr_<method>``
           (the realised FPR), each with ``_low``/``_high`` (the bootstrap interval; NaN when ``n_boot`` is 0);
+        - ``fpr_per_sample_expected`` (with ``_low``/``_high``): the mean over samples of (k_x + 1)/(n_out,x + 1), the
+          probability that a NEW OUT score exceeds sample x's own threshold (the (k_x + 1)-th largest of its n_out,x
+          OUT scores, k_x = ⌊α n_out,x⌋): the per-sample threshold's expected FPR, which its in-sample
+          ``fpr_per_sample`` (k_x / n_out,x, 0 when n_out,x < 1/α) understates;
         - ``threshold_naive`` (the global raw-score threshold τ, "member" iff score > τ) and ``threshold_pp``
           (Φ⁻¹(1 − α));
         - ``naive_sample_fpr_mean``, ``_p90``, ``_max``, ``_dispersion``: the per-sample FPRs the naive threshold
@@ -660,6 +664,11 @@ class CalibrationReport:
                     out[f"{name}_{f}"] = float(getattr(row, name))
                     out[f"{name}_low_{f}"] = float(getattr(row, f"{name}_low"))
                     out[f"{name}_high_{f}"] = float(getattr(row, f"{name}_high"))
+                if method == "per_sample":
+                    for suffix in ("", "_low", "_high"):
+                        out[f"fpr_per_sample_expected{suffix}_{f}"] = float(
+                            getattr(row, f"fpr_per_sample_expected{suffix}")
+                        )
         return out
 
 
@@ -866,6 +875,10 @@ def calibration_report(
     ps_tp = np.stack([(m & (s > t)).sum(axis=0) for t in tau_col])
     with np.errstate(divide="ignore", invalid="ignore"):
         ps_fpr = np.where(eligible, ps_fp / n_out_col, 0.0)
+        # a new OUT draw exceeds the (k+1)-th largest of n exchangeable OUT scores with probability (k+1)/(n+1):
+        # the per-sample threshold's expected FPR, above its in-sample FPR k/n (0 when n < 1/α: the largest score)
+        ps_expected = np.where(eligible & (k_col < n_out_col), (k_col + 1) / (n_out_col + 1), 1.0)
+        ps_expected = np.where(eligible, ps_expected, 0.0)
         ps_tpr = np.where(eligible, ps_tp / n_in_col, 0.0)
 
     def rates(w: NDArray[Any]) -> dict[str, NDArray[np.float64]]:
@@ -879,6 +892,7 @@ def calibration_report(
                 "fpr_pp_t": (ppt_fp_col @ w) / (n_pp_out_col @ w),
                 "tpr_per_sample": (ps_tpr @ w) / weight_eligible,
                 "fpr_per_sample": (ps_fpr @ w) / weight_eligible,
+                "fpr_per_sample_expected": (ps_expected @ w) / weight_eligible,
             }
 
     point = {"tpr_naive": tpr_naive, "fpr_naive": fpr_naive, **rates(np.ones(n_samples))}

@@ -262,10 +262,13 @@ class LiRAGame(Game):
     def brief_columns(self) -> tuple[str, ...]:
         """The three numbers with their realised FPRs at each FPR, the AUC, M and the models' accuracies."""
         rates = tuple(
-            f"{rate}_{method}_{f:g}"
+            column
             for f in self.fprs
             for method in ("naive", "pp", "pp_t", "per_sample")
-            for rate in ("tpr", "fpr")
+            for column in (
+                (f"tpr_{method}_{f:g}", f"fpr_{method}_{f:g}")
+                + ((f"fpr_per_sample_expected_{f:g}",) if method == "per_sample" else ())
+            )
         )
         return ("n_models", "auc", *rates, "train_accuracy", "test_accuracy")
 

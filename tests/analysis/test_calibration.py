@@ -326,12 +326,14 @@ def test_report_closed_form() -> None:
 def test_report_flat_keys() -> None:
     report = calibration_report(TINY_S, TINY_M, fprs=(0.001, 0.5), n_boot=40, rng=_rng())
     flat = report.flat()
-    assert len(flat) == 2 * 4 * 2 * 3
+    assert len(flat) == 2 * (4 * 2 + 1) * 3  # per FPR: 4 methods x (tpr, fpr), the per-sample expected FPR; x 3
     for f in ("0.001", "0.5"):
         for method in ("naive", "pp", "pp_t", "per_sample"):
             for rate in ("tpr", "fpr"):
                 for suffix in ("", "_low", "_high"):
                     assert f"{rate}_{method}{suffix}_{f}" in flat
+        for suffix in ("", "_low", "_high"):
+            assert f"fpr_per_sample_expected{suffix}_{f}" in flat
     assert flat["tpr_naive_0.5"] == pytest.approx(2 / 3)
     assert all(isinstance(v, float) for v in flat.values())
 
@@ -664,3 +666,23 @@ def test_pooled_errors() -> None:
             pooled_roc([0.0, 1.0], [True, False], fprs=[0.5, bad])
     with pytest.raises(ValueError, match=_msg("fprs must be a non-empty grid of values in (0, 1], got [].")):
         pooled_roc([0.0, 1.0], [True, False], fprs=[])
+
+
+def test_per_sample_expected_fpr_is_the_out_of_sample_rate_of_the_own_threshold():
+    """Under the null (IN scores drawn like OUT ones) a sample's TPR under its own threshold is the chance that a new
+    OUT draw exceeds it, (k + 1)/(n_out + 1): the expected FPR, while the in-sample FPR k/n_out reads 0 when
+    n_out < 1/α.  With N = 4000 samples of 8 IN draws each, the mean TPR has sd sqrt(p(1-p)/(8·4000)) ≈ 0.0018 at
+    p = 1/9 (the samples are independent): 6 sd is 0.011, so a correct implementation fails with probability ~1e-9.
+    """
+    rng = np.random.default_rng(11)
+    scores = rng.normal(size=(16, 4000))
+    member = np.zeros((16, 4000), dtype=bool)
+    member[::2] = True
+    flat = calibration_report(scores, member, fprs=[0.001, 0.2], n_boot=0, rng=rng).flat()
+    assert flat["fpr_per_sample_0.001"] == 0.0
+    assert flat["fpr_per_sample_expected_0.001"] == pytest.approx(1 / 9)
+    assert flat["tpr_per_sample_0.001"] == pytest.approx(1 / 9, abs=0.011)
+    # at α = 0.2, k = ⌊0.2 · 8⌋ = 1: in-sample 1/8, expected 2/9
+    assert flat["fpr_per_sample_0.2"] == pytest.approx(1 / 8)
+    assert flat["fpr_per_sample_expected_0.2"] == pytest.approx(2 / 9)
+    assert flat["tpr_per_sample_0.2"] == pytest.approx(2 / 9, abs=0.014)
