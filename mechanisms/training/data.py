@@ -69,7 +69,8 @@ class TrainingData:
         if not include.any():
             raise ValueError("include must select at least one record to train on, got none.")
         if self.size is not None:
-            object.__setattr__(self, "size", check_int("size", self.size, low=1))
+            # the public size is the n of the worlds compared: the included records, or one more (add/remove)
+            object.__setattr__(self, "size", check_int("size", self.size, low=1, high=n + 1))
         object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y.astype(np.int64, copy=False))
         object.__setattr__(self, "include", include)

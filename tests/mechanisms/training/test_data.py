@@ -29,8 +29,8 @@ def test_valid_data_is_normalised_and_sized():
     assert data.include is include or np.array_equal(data.include, include)
     assert data.n_classes == 2 and data.size is None
     assert len(data) == N and data.n_train == N // 2 and data.public_size == N // 2
-    sized = TrainingData(x, y, include, n_classes=3, size=20)
-    assert sized.n_classes == 3 and sized.public_size == 20 and sized.n_train == N // 2
+    sized = TrainingData(x, y, include, n_classes=3, size=N + 1)  # at most one more than the pool (add/remove)
+    assert sized.n_classes == 3 and sized.public_size == N + 1 and sized.n_train == N // 2
     # integer features are real numbers too
     assert TrainingData(np.ones((N, D), dtype=np.int64), y, include).x.dtype == np.float32
 
@@ -128,6 +128,8 @@ def test_an_empty_include_mask_is_refused():
         (2.0, TypeError, r"size must be an integer, got 2\.0\."),
         (True, TypeError, r"size must be an integer, got True\."),
         ("7", TypeError, r"size must be an integer, got '7'\."),
+        (N + 2, ValueError, rf"size must be an integer in \[1, {N + 1}\], got {N + 2}\."),
+        (10**12, ValueError, rf"size must be an integer in \[1, {N + 1}\], got 1000000000000\."),
     ],
 )
 def test_bad_public_sizes_are_refused(size, error, match):
@@ -161,7 +163,7 @@ def test_stack_masks_stacks_the_include_masks_of_one_pool():
     assert stacked.shape == (3, N) and stacked.dtype == np.bool_
     np.testing.assert_array_equal(stacked, np.stack(masks))
     # sizes differ freely: they are not part of the pool
-    stack_masks([TrainingData(x, y, include, size=50), TrainingData(x, y, include)])
+    stack_masks([TrainingData(x, y, include, size=N), TrainingData(x, y, include)])
 
 
 def test_stack_masks_refuses_different_pools():
