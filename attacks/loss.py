@@ -17,7 +17,9 @@ __all__ = ["NegativeLoss"]
 class NegativeLoss(Attack):
     """Score each target by minus its loss under the released model (members have lower loss).
 
-    The release must offer ``losses(targets)`` (e.g. :class:`mechanisms.dpsgd.blackbox.ModelRelease`).
+    The release is a model released with its canaries (:class:`mechanisms.training.canaries.CanaryModelRelease`,
+    e.g. of ``dpsgd-blackbox``); target i is canary i, and its loss is the model's cross-entropy on it through the
+    :class:`mechanisms.training.release.ModelRelease` protocol (``losses(x, y)``).
 
     References
     ----------
@@ -29,7 +31,12 @@ class NegativeLoss(Attack):
     accepts: ClassVar[frozenset[str]] = frozenset({"model-with-canaries"})
 
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
-        losses = getattr(release, "losses", None)
-        if losses is None:
-            raise TypeError(f"the release must offer losses(targets), got {type(release).__name__}.")
-        return -np.asarray(losses(targets), dtype=np.float64)
+        from mechanisms.training.canaries import CanaryModelRelease
+
+        if not isinstance(release, CanaryModelRelease):
+            raise TypeError(
+                "the release must be a model released with its canaries (mechanisms.training.canaries."
+                f"CanaryModelRelease), got {type(release).__name__}."
+            )
+        x, y = release.canaries(targets)
+        return -np.asarray(release.model.losses(x, y), dtype=np.float64)

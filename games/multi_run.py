@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,7 @@ from analysis.multi_run import audit_scores
 from analysis.thresholds import Bonferroni
 from attacks._base import Attack
 from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
+from games.canary_data import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
 from mechanisms._base import Mechanism
 
 __all__ = ["MultiRunGame"]
@@ -35,6 +36,10 @@ class MultiRunGame(Game):
         mechanisms that batch (DP-SGD trains K models in one pass) do; ⌈K/2⌉ include the target.
     thresholds : int, default=100
         Candidate thresholds of the Clopper–Pearson bound (:class:`analysis.thresholds.Bonferroni`).
+    data, train_rows, canary, canary_seed
+        The rows and the one canary example a ``"canary-dataset"`` mechanism (DP-SGD) trains on, as
+        :class:`games.one_run.OneRunGame` (:mod:`games.canary_data`) with m = 1; ``data = None`` (the default)
+        for ``"canary-bits"`` mechanisms.
 
     Notes
     -----
@@ -42,7 +47,8 @@ class MultiRunGame(Game):
     mechanism on the data with or without it, independently; the adversary sees one run's release and scores the
     target.  A trial plays K runs: which of them include the target is a seeded shuffle of ⌈K/2⌉ ones (the
     membership stream), each run's randomness is its own child of the mechanism stream, so run j's release is
-    the same whether it was batched with others or not.  ``analyse_trial`` gives the trial's own bound (K runs);
+    the same whether it was batched with others or not.  The training rows and the canary example are fixed by
+    the game's parameters, the same in every run.  ``analyse_trial`` gives the trial's own bound (K runs);
     ``summarise`` pools every run of a grid point into one bound — the multi-run audit's headline number,
     ``epsilon_lb`` — with Clopper–Pearson intervals on FPR and FNR at β/2 each and a Bonferroni-paid threshold
     (:func:`analysis.multi_run.audit_scores`).  The pooled bound is sound because the runs of all trials are
@@ -55,21 +61,36 @@ class MultiRunGame(Game):
     """
 
     name: ClassVar[str] = "multi-run"
-    input_kinds: ClassVar[frozenset[str]] = frozenset({"canary-bits"})
+    input_kinds: ClassVar[frozenset[str]] = frozenset({"canary-bits", "canary-dataset"})
     # the bound pooled over every run of a grid point; one trial's own K runs are too few to bound anything
     headline: ClassVar[str] = "epsilon_lb"
     headline_band: ClassVar[tuple[str, str] | None] = None
 
     runs: int = 32
     thresholds: int = 100
+    data: str | None = None
+    train_rows: int = 1000
+    canary: str | None = None
+    canary_seed: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "runs", check_int("runs", self.runs, low=2))
         object.__setattr__(self, "thresholds", check_int("thresholds", self.thresholds, low=1))
+        checked = check_canary_parameters(self.data, self.train_rows, self.canary, self.canary_seed, m=1, what=None)
+        for name, value in zip(("data", "train_rows", "canary", "canary_seed"), checked, strict=True):
+            object.__setattr__(self, name, value)
+
+    def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
+        """The default checks, then the data (as :meth:`games.one_run.OneRunGame.incompatibility`)."""
+        reason = Game.incompatibility(self, mechanism, attack)  # zero-argument super() fails in slotted dataclasses
+        if reason is not None:
+            return reason
+        return canary_incompatibility(self.name, mechanism, data=self.data, canary=self.canary)
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
-        """K releases on one-record inputs, handed over at once, and their scores."""
-        return self.runs * (64 + mechanism.memory_bytes(1))
+        """K releases on one-canary inputs (over the game's rows, for a canary-dataset mechanism), handed over at
+        once, and their scores."""
+        return self.runs * (64 + canary_trial_bytes(mechanism, 1, data=self.data, train_rows=self.train_rows))
 
     def play(
         self,
@@ -84,7 +105,15 @@ class MultiRunGame(Game):
         membership[: (self.runs + 1) // 2] = True
         np.random.default_rng(seeds[_MEMBERSHIP]).shuffle(membership)
         rngs = [np.random.default_rng(s) for s in seeds[_MECHANISM].spawn(self.runs)]
-        releases = mechanism.release_runs([np.array([bit]) for bit in membership], rngs=rngs)
+        bits = [np.array([bit]) for bit in membership]
+        if mechanism.input_kind == "canary-dataset" and self.data is not None:
+            first = canary_data(
+                bits[0], data=self.data, train_rows=self.train_rows, canary=self.canary, canary_seed=self.canary_seed
+            )
+            data: list[Any] = [first.with_membership(b) for b in bits]
+        else:
+            data = list(bits)
+        releases = mechanism.release_runs(data, rngs=rngs)
         fitted = attack.fit(None, rng=np.random.default_rng(seeds[_ATTACK_FIT]))
         target = np.zeros(1, dtype=np.intp)
         scores = np.array([fitted.score(release, target)[0] for release in releases], dtype=np.float64)

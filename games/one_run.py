@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,7 @@ import pandas as pd
 from analysis._checks import check_int
 from attacks._base import Attack
 from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
+from games.canary_data import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
 from mechanisms._base import Mechanism
 
 __all__ = ["OneRunGame"]
@@ -34,6 +35,17 @@ class OneRunGame(Game):
         The ``k_pos`` highest scores are guessed "member".
     k_neg : int
         The ``k_neg`` lowest scores are guessed "non-member"; ``1 <= k_pos + k_neg <= m``.
+    data : {"digits", "adult", "compas"} or None, default=None
+        The data set a ``"canary-dataset"`` mechanism (DP-SGD) trains on (:mod:`games.canary_data`); ``None`` for
+        ``"canary-bits"`` mechanisms, which get the membership bits alone.
+    train_rows : int, default=1000
+        The real training rows: the first ``train_rows`` records of ``data``.
+    canary : {"mislabel", "ood"} or None, default=None
+        The canary examples, for mechanisms that train on them: held-out records of ``data`` with the next label
+        (at most the records after ``train_rows``), or uniform noise with random labels; ``None`` for mechanisms
+        whose canaries are not examples.
+    canary_seed : int, default=0
+        Seed of the canaries' choice.
 
     Notes
     -----
@@ -41,7 +53,9 @@ class OneRunGame(Game):
     vector of membership bits S ~ Bernoulli(1/2)^m; the adversary sees the mechanism's release and scores every
     canary.  Random per trial, each from its own stream of the trial seed: the membership bits, the mechanism's
     noise, the attack's fitting, and the order in which ties at the guessing cuts are broken (independent of
-    membership).  ``analyse_trial`` turns the guesses' (r, v) into the ε lower bound of Theorem 5.2 of [1]_.
+    membership).  The training rows and canary examples are no secret and not random per trial: a function of
+    (data, train_rows, canary, canary_seed, m), fixed before the membership.  ``analyse_trial`` turns the
+    guesses' (r, v) into the ε lower bound of Theorem 5.2 of [1]_.
 
     References
     ----------
@@ -49,11 +63,15 @@ class OneRunGame(Game):
     """
 
     name: ClassVar[str] = "one-run"
-    input_kinds: ClassVar[frozenset[str]] = frozenset({"canary-bits"})
+    input_kinds: ClassVar[frozenset[str]] = frozenset({"canary-bits", "canary-dataset"})
 
     m: int
     k_pos: int
     k_neg: int
+    data: str | None = None
+    train_rows: int = 1000
+    canary: str | None = None
+    canary_seed: int = 0
 
     def __post_init__(self) -> None:
         m = check_int("m", self.m, low=1)
@@ -64,11 +82,22 @@ class OneRunGame(Game):
         object.__setattr__(self, "m", m)
         object.__setattr__(self, "k_pos", kp)
         object.__setattr__(self, "k_neg", kn)
+        checked = check_canary_parameters(self.data, self.train_rows, self.canary, self.canary_seed, m=m)
+        for name, value in zip(("data", "train_rows", "canary", "canary_seed"), checked, strict=True):
+            object.__setattr__(self, name, value)
+
+    def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
+        """The default checks, then the data: a canary-bits mechanism takes none, a canary-dataset one needs
+        ``data`` (and ``canary`` exactly when it trains on canary examples)."""
+        reason = Game.incompatibility(self, mechanism, attack)  # zero-argument super() fails in slotted dataclasses
+        if reason is not None:
+            return reason
+        return canary_incompatibility(self.name, mechanism, data=self.data, canary=self.canary)
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         """m membership bits, scores, guesses and the sort of the audit (about 64 bytes per canary), plus one
-        release on m canaries."""
-        return 64 * self.m + mechanism.memory_bytes(self.m)
+        release on m canaries (and the game's rows, for a canary-dataset mechanism)."""
+        return 64 * self.m + canary_trial_bytes(mechanism, self.m, data=self.data, train_rows=self.train_rows)
 
     def play(
         self,
@@ -80,10 +109,18 @@ class OneRunGame(Game):
     ) -> TrialOutcome:
         seeds = role_seeds(seed, _N_ROLES)
         membership = np.random.default_rng(seeds[_MEMBERSHIP]).random(self.m) < 0.5
-        release = mechanism.release(membership, rng=np.random.default_rng(seeds[_MECHANISM]))
+        release = mechanism.release(self._input(mechanism, membership), rng=np.random.default_rng(seeds[_MECHANISM]))
         fitted = attack.fit(None, rng=np.random.default_rng(seeds[_ATTACK_FIT]))
         scores = fitted.score(release, np.arange(self.m))
         return TrialOutcome(scores=scores, membership=membership)
+
+    def _input(self, mechanism: Mechanism, membership: np.ndarray) -> Any:
+        """The mechanism's input: the bits, or the bits over the game's rows and canaries (no random draw)."""
+        if mechanism.input_kind != "canary-dataset" or self.data is None:
+            return membership
+        return canary_data(
+            membership, data=self.data, train_rows=self.train_rows, canary=self.canary, canary_seed=self.canary_seed
+        )
 
     def analyse_trial(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence

@@ -13,10 +13,13 @@ built-in components pass it (``tests/games/test_registry_contract.py``), and so 
         check(component)
 
 Pass an instance with small, fast parameters (a class is built with its defaults).  The checks feed components
-built-in samples: 200 canary bits for ``input_kind = "canary-bits"``, a 200-row table for ``"table"``, releases of
-randomized response (``"per-canary-values"``), of black-box DP-SGD (``"model-with-canaries"``, needs torch) and of
-Synthpop (``"table"``, with the adversary's :class:`attacks.knowledge.Knowledge` for shadow-modelling attacks), and
-a (mechanism, attack) pair per game input kind.  A component of a new kind brings its own samples through the
+built-in samples: 200 canary bits for ``input_kind = "canary-bits"``, the same bits over 100 training rows with 200
+canary examples for ``"canary-dataset"`` (:class:`mechanisms.training.canaries.CanaryData`), a 200-row table for
+``"table"``, a pool with an include-mask for ``"dataset"``, releases of randomized response
+(``"per-canary-values"``), of black-box DP-SGD (``"model-with-canaries"``, needs torch), of a trained model
+(``"model"``) and of Synthpop (``"table"``, with the adversary's :class:`attacks.knowledge.Knowledge` for
+shadow-modelling attacks), and a (mechanism, attack) pair per game input kind (a game plays the first pair, in
+the order of its input kinds, that it accepts).  A component of a new kind brings its own samples through the
 ``inputs``, ``releases`` and ``partners`` keywords; without them the check fails and says which to pass.
 
 What is checked
@@ -97,11 +100,23 @@ def _rr_release() -> tuple[Any, np.ndarray]:
     return RandomizedResponse(epsilon=1.0).release(_bits(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
 
 
+def _canary_data() -> Any:
+    """The canary bits over the first 100 rows of the sample table (encoded), with 200 noise canary examples."""
+    from mechanisms.training.canaries import CanaryData
+    from mechanisms.training.data import TrainingData
+
+    x, y = _encode(_table().iloc[:100])
+    rng = np.random.default_rng(0)
+    canary_x = rng.random((N_CANARIES, x.shape[1])).astype(np.float32)
+    canary_y = rng.integers(0, 2, N_CANARIES)
+    return CanaryData(_bits(), TrainingData(x, y, np.ones(len(y), dtype=bool)), canary_x, canary_y)
+
+
 def _model_release() -> tuple[Any, np.ndarray]:
     from mechanisms.dpsgd.blackbox import DPSGDBlackBox  # needs the torch extra
 
-    model = DPSGDBlackBox(noise_multiplier=3.0, steps=5, train_rows=100)
-    return model.release(_bits(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
+    model = DPSGDBlackBox(noise_multiplier=3.0, steps=5)
+    return model.release(_canary_data(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
 
 
 def _encode(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -145,6 +160,13 @@ def _canary_partners() -> tuple[Mechanism, Attack]:
     return RandomizedResponse(epsilon=1.0), Identity()
 
 
+def _canary_dataset_partners() -> tuple[Mechanism, Attack]:
+    from attacks import Identity
+    from mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # needs the torch extra
+
+    return DPSGDWhiteBox(noise_multiplier=3.0, steps=5), Identity()
+
+
 def _dataset_partners() -> tuple[Mechanism, Attack]:
     from attacks.lira import LiRA
 
@@ -158,7 +180,12 @@ def _table_partners() -> tuple[Mechanism, Attack]:
     return BayNet(k=1), ClosestDistance(n_shadows=4)
 
 
-_INPUTS: dict[str, Callable[[], Any]] = {"canary-bits": _bits, "table": _table, "dataset": _dataset}
+_INPUTS: dict[str, Callable[[], Any]] = {
+    "canary-bits": _bits,
+    "canary-dataset": _canary_data,
+    "table": _table,
+    "dataset": _dataset,
+}
 _RELEASES: dict[str, Callable[[], tuple[Any, np.ndarray]]] = {
     "per-canary-values": _rr_release,
     "model-with-canaries": _model_release,
@@ -167,6 +194,7 @@ _RELEASES: dict[str, Callable[[], tuple[Any, np.ndarray]]] = {
 }
 _PARTNERS: dict[str, Callable[[], tuple[Mechanism, Attack]]] = {
     "canary-bits": _canary_partners,
+    "canary-dataset": _canary_dataset_partners,
     "table": _table_partners,
     "dataset": _dataset_partners,
 }
@@ -232,9 +260,10 @@ def _label(component: Any) -> str:
 def _comparable(release: Any, n: int) -> np.ndarray:
     """A numeric view of a release: a table's values (category codes), a trained model's arrays, a model's losses
     on the n canaries."""
+    from mechanisms.training.canaries import CanaryModelRelease
     from mechanisms.training.release import ModelRelease
 
-    if isinstance(release, ModelRelease):
+    if isinstance(release, ModelRelease | CanaryModelRelease):
         arrays = release.to_arrays().values()
         return np.concatenate([np.ravel(v).astype(np.float64) for v in arrays if v.dtype.kind in "fiub"])
     if isinstance(release, pd.DataFrame):
@@ -247,8 +276,11 @@ def _comparable(release: Any, n: int) -> np.ndarray:
 
 
 def _is_float32_model(release: Any) -> bool:
+    from mechanisms.training.canaries import CanaryModelRelease
     from mechanisms.training.release import ModelRelease
 
+    if isinstance(release, CanaryModelRelease):
+        release = release.model
     return isinstance(release, ModelRelease) and any(v.dtype == np.float32 for v in release.to_arrays().values())
 
 
@@ -384,6 +416,7 @@ def check_release_reproducible(mechanism: Mechanism, samples: _Samples) -> None:
 
 def check_release_runs(mechanism: Mechanism, samples: _Samples) -> None:
     """``release_runs`` (the multi-run game's batched path) equals separate releases, up to rounding."""
+    from mechanisms.training.canaries import CanaryData
     from mechanisms.training.data import TrainingData
 
     first = _sample(samples.inputs, mechanism.input_kind, "input", "inputs")
@@ -391,6 +424,8 @@ def check_release_runs(mechanism: Mechanism, samples: _Samples) -> None:
         second: Any = first.iloc[::-1].reset_index(drop=True)
     elif isinstance(first, np.ndarray) and first.dtype == bool:
         second = ~first
+    elif isinstance(first, CanaryData):  # another run of the same audit: the other canaries inserted
+        second = first.with_membership(~first.membership)
     elif isinstance(first, TrainingData):  # a pool: the other half of it
         second = TrainingData(first.x, first.y, ~first.include, n_classes=first.n_classes)
     else:
@@ -517,11 +552,18 @@ def check_game_kinds(game: Game, samples: _Samples) -> None:
 def check_game_play(game: Game, samples: _Samples) -> None:
     """Plays its partners reproducibly from the seed (and differently for another), with a row of scalars."""
     kinds = sorted(game.input_kinds)
-    known = [k for k in kinds if k in samples.partners]
-    mechanism, attack = _sample(samples.partners, known[0] if known else kinds[0], "(mechanism, attack)", "partners")
-    reason = game.incompatibility(mechanism, attack)
-    if reason is not None:
-        raise AssertionError(f"{_label(game)} refuses its partners {mechanism!r}, {attack!r}: {reason}")
+    known = [k for k in kinds if k in samples.partners] or kinds[:1]
+    # the first pair the game accepts (a game's parameters may choose among its input kinds: the canary games'
+    # data), or, when it accepts none, the first pair's refusal
+    refusals = []
+    for kind in known:
+        mechanism, attack = _sample(samples.partners, kind, "(mechanism, attack)", "partners")
+        reason = game.incompatibility(mechanism, attack)
+        if reason is None:
+            break
+        refusals.append(f"{mechanism!r}, {attack!r}: {reason}")
+    else:
+        raise AssertionError(f"{_label(game)} refuses its partners {refusals[0]}")
     seed = np.random.SeedSequence(_SEED, spawn_key=(0, 0))
     outcome = game.play(mechanism, attack, seed=seed)
     if not isinstance(outcome, TrialOutcome):

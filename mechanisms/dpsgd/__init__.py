@@ -46,6 +46,20 @@ Devices and randomness (``mechanisms.dpsgd.devices``)::
     resolve_device("auto" | "cpu" | "cuda" | ...) -> torch.device   # "auto": CUDA when available, else CPU
     make_generator(seed: int | SeedSequence, device="cpu") -> torch.Generator
 
+Mechanisms (each loads no data set: its data come from the game)::
+
+    DPSGDParameters                  # parameters.py: (ε or σ, δ, q, T, C, step), σ calibration, the claim
+    DPSGDClassifier(hidden, ...)     # classifier.py, "dpsgd-mlp": input "dataset" (TrainingData), releases a model
+    DPSGDWhiteBox(model, ...)        # whitebox.py, "dpsgd-whitebox": input "canary-dataset" (CanaryData), Dirac
+                                     # gradient canaries on extra zero features; releases each canary's descent
+    DPSGDBlackBox(hidden, ...)       # blackbox.py, "dpsgd-blackbox": input "canary-dataset", the game's canary
+                                     # examples join the training set (DPSGDClassifier's training); releases the
+                                     # model with the canaries (CanaryModelRelease)
+
+The canary mechanisms' input, :class:`mechanisms.training.canaries.CanaryData`, holds the membership bits, the real
+training rows (a ``TrainingData``) and, for input-space canaries, the canary examples; the one-run and multi-run
+games build it from their ``data``, ``train_rows``, ``canary`` and ``canary_seed`` parameters.
+
 Every random draw comes from an explicit ``torch.Generator`` on the training device (never the global RNG).  A
 trial seeds it from its role stream, e.g.::
 

@@ -1,68 +1,56 @@
 """DP-SGD with black-box input-space canaries, for the one-run audit (Steinke, Nasr, Jagielski 2023, §6).
 
-m canary examples are chosen in advance (mislabelled digits that are not in the training set, or out-of-
-distribution noise images with random labels); each member canary (S_i = 1) joins the training set.  The release
-is the final model together with the (public) canaries; the attack scores each canary by its negative loss under
+The game chooses m canary examples in advance (mislabelled held-out rows, or out-of-distribution noise with random
+labels: its ``canary`` parameter) and hands them over with the real training rows and the membership bits
+(:class:`mechanisms.training.canaries.CanaryData`); each member canary (S_i = 1) joins the training set.  Training
+is the DP-SGD classifier's (:class:`mechanisms.dpsgd.classifier.DPSGDClassifier`, the MLP of
+:func:`mechanisms.dpsgd.models.mlp` on a pool and include-masks).  The release is the final model
+(:class:`mechanisms.training.release.ModelRelease`) together with the (public) canaries, a
+:class:`mechanisms.training.canaries.CanaryModelRelease`; the attack scores each canary by its negative loss under
 that model (:class:`attacks.loss.NegativeLoss`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
-from torch import Tensor, nn
 
-from analysis._checks import check_int, check_membership
-from mechanisms.dpsgd.clipping import cross_entropy
-from mechanisms.dpsgd.devices import make_generator
-from mechanisms.dpsgd.digits import N_DIGITS, DigitsDPSGD, load_digits_tensors
-from mechanisms.dpsgd.train import train, train_ensemble
+from mechanisms._base import check_runs
+from mechanisms.dpsgd.classifier import DPSGDClassifier
+from mechanisms.dpsgd.parameters import DPSGDParameters
+from mechanisms.training.canaries import CanaryMechanism, CanaryModelRelease, as_canary_data, stack_canary_runs
 
-__all__ = ["DPSGDBlackBox", "ModelRelease"]
-
-_CANARIES = ("mislabel", "ood")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class ModelRelease:
-    """A trained model and the audited canaries (chosen by the auditor, so public)."""
-
-    model: nn.Module
-    canary_x: Tensor
-    canary_y: Tensor
-
-    def losses(self, targets: Any) -> np.ndarray:
-        """Per-example cross-entropy of the model on the canaries ``targets``."""
-        index = torch.as_tensor(np.asarray(targets, dtype=np.int64))
-        with torch.no_grad():
-            out = self.model(self.canary_x[index])
-            return cross_entropy(out, self.canary_y[index]).numpy().astype(np.float64)
+__all__ = ["DPSGDBlackBox"]
 
 
 @dataclass(frozen=True, slots=True)
-class DPSGDBlackBox(DigitsDPSGD):
+class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
     """DP-SGD on sklearn's digits with m input-space canaries; releases the final model.
+
+    The rows and the canary examples are the game's (its ``data`` and ``canary``: the digits in the shipped
+    configs; input ``"canary-dataset"``, :class:`mechanisms.training.canaries.CanaryData`): the mechanism loads no
+    data set.
 
     Parameters
     ----------
-    epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum, model, train_rows
-        As :class:`mechanisms.dpsgd.whitebox.DPSGDWhiteBox`.
-    canary : {"mislabel", "ood"}, default="mislabel"
-        Mislabelled digits from the rows after ``train_rows`` (label + 1 mod 10, so at most 1,797 − train_rows
-        canaries), or uniform-noise images with uniformly random labels.
-    canary_seed : int, default=0
-        Seed of the canaries' choice (fixed in advance, independent of membership).
+    epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum
+        As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`.
+    hidden : tuple of int, default=()
+        Hidden widths of the network (``()``: logistic regression; ``(32,)``: the MLP inputs → 32 → classes), as
+        :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`, whose training this is (float32).
+    activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
 
     Notes
     -----
     Neighbouring relation: add/remove one training example (a canary); analytic claim: DP-SGD with (q, σ, T) from
-    ``dp_accounting`` (PLD).  The divisor qN uses the public N = train_rows + m/2 (the expected training-set size),
-    never the realised number of member canaries.  Training runs on the real rows followed by all m canaries with
-    the non-members excluded (``include``), so the random numbers drawn never depend on the membership vector.
+    ``dp_accounting`` (PLD).  The divisor qN uses the public N = n + max(1, ⌊m/2⌋), n the real rows (the expected
+    training-set size), never the realised number of member canaries.  Training runs on the real rows followed by
+    all m canaries with the non-members excluded (the include-mask), so the random numbers drawn never depend on
+    the membership vector; K runs (``release_runs``) train in one batched pass, each equal to its own release.
 
     References
     ----------
@@ -70,71 +58,61 @@ class DPSGDBlackBox(DigitsDPSGD):
     """
 
     name: ClassVar[str] = "dpsgd-blackbox"
-    input_kind: ClassVar[str] = "canary-bits"
+    input_kind: ClassVar[str] = "canary-dataset"
     release_kind: ClassVar[str] = "model-with-canaries"
+    canary_examples: ClassVar[bool] = True
 
-    canary: str = "mislabel"
-    canary_seed: int = 0
+    hidden: tuple[int, ...] = ()
+    activation: str = "relu"
 
     def __post_init__(self) -> None:
-        DigitsDPSGD.__post_init__(self)  # zero-argument super() is unavailable in slotted dataclasses
-        check_int("canary_seed", self.canary_seed, low=0)
-        if self.canary not in _CANARIES:
-            raise ValueError(f"canary must be one of {', '.join(_CANARIES)}, got {self.canary!r}.")
+        DPSGDParameters.__post_init__(self)  # zero-argument super() is unavailable in slotted dataclasses
+        # the classifier checks (and normalises) the architecture; σ = 1 stands in for the one not calibrated yet
+        trainer = self._trainer(1.0)
+        object.__setattr__(self, "hidden", trainer.hidden)
 
-    def canaries(self, m: int) -> tuple[Tensor, Tensor]:
-        """The m canaries (inputs, labels), a function of (canary, canary_seed, train_rows, m) only."""
-        x, y = load_digits_tensors()
-        rng = np.random.default_rng(self.canary_seed)
-        if self.canary == "mislabel":
-            spare = N_DIGITS - self.train_rows
-            if m > spare:
-                raise ValueError(f"m must be at most {spare} mislabelled canaries (1797 − train_rows), got {m}.")
-            rows = self.train_rows + rng.permutation(spare)[:m]
-            return x[rows], (y[rows] + 1) % 10
-        return torch.as_tensor(rng.random((m, 64))), torch.as_tensor(rng.integers(0, 10, m))
+    def _trainer(self, sigma: float) -> DPSGDClassifier:
+        """The DP-SGD classifier with these parameters and the noise multiplier ``sigma``."""
+        return DPSGDClassifier(
+            noise_multiplier=sigma,
+            delta=self.delta,
+            sampling_rate=self.sampling_rate,
+            steps=self.steps,
+            clip_norm=self.clip_norm,
+            learning_rate=self.learning_rate,
+            momentum=self.momentum,
+            hidden=self.hidden,
+            activation=self.activation,
+        )
 
-    def release(self, data: Any, *, rng: np.random.Generator) -> ModelRelease:
+    def release(self, data: Any, *, rng: np.random.Generator) -> CanaryModelRelease:
         """Train once on the real rows plus the member canaries; release the model and the canaries."""
-        bits = check_membership("data", data)
-        x, y, canary_x, canary_y, dataset_size = self._table(bits.shape[0])
-        init_gen, train_gen = _generators(rng)
-        net = self.build_model(64, init_gen)
-        include = torch.cat([torch.ones(self.train_rows, dtype=torch.bool), torch.as_tensor(bits)])
-        train(net, x, y, self.training_config(dataset_size), generator=train_gen, include=include)
-        net.eval()
-        return ModelRelease(net, canary_x, canary_y)
+        return self.release_runs([as_canary_data("data", data)], rngs=[rng])[0]
 
-    def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[ModelRelease]:
-        """K independent releases trained at once (:func:`train_ensemble`), each equal to ``release(d, rng=r)``."""
-        bits = self.run_bits(data, rngs)
-        if not bits:
+    def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[CanaryModelRelease]:
+        """K independent releases trained at once (:func:`mechanisms.dpsgd.train.train_ensemble`), each equal to
+        ``release(d, rng=r)`` up to the rounding of batched float32 products.
+
+        Raises
+        ------
+        ValueError
+            If the runs do not share their rows and canaries, or carry no canary examples.
+        """
+        check_runs(data, rngs)
+        if len(data) == 0:
             return []
-        x, y, canary_x, canary_y, dataset_size = self._table(bits[0].shape[0])
-        gens = [_generators(r) for r in rngs]
-        include = torch.cat(
-            [torch.ones((len(bits), self.train_rows), dtype=torch.bool), torch.as_tensor(np.stack(bits))], dim=1
-        )
-        nets = train_ensemble(
-            [self.build_model(64, init) for init, _ in gens],
-            x,
-            y,
-            self.training_config(dataset_size),
-            generators=[g for _, g in gens],
-            include=include,
-        )
-        for net in nets:
-            net.eval()
-        return [ModelRelease(net, canary_x, canary_y) for net in nets]
+        first, bits = stack_canary_runs(data)
+        canary_x, canary_y = first.examples()
+        n = len(first.rows)
+        pool = first.pool()
+        masks = np.concatenate([np.ones((len(data), n), dtype=bool), bits], axis=1)
+        size = n + max(1, first.m // 2)
+        models = self._trainer(self.sigma).train(pool, masks, rngs, sizes=[size] * len(data))
+        return [CanaryModelRelease(model, canary_x, canary_y) for model in models]
 
-    def _table(self, m: int) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
-        """The real rows followed by all m canaries (non-members are excluded by ``include``), and the public N."""
-        canary_x, canary_y = self.canaries(m)
-        x, y = load_digits_tensors(self.train_rows)
-        return torch.cat([x, canary_x]), torch.cat([y, canary_y]), canary_x, canary_y, self.train_rows + max(1, m // 2)
-
-
-def _generators(rng: np.random.Generator) -> tuple[torch.Generator, torch.Generator]:
-    """A release's two streams (initialisation, training), from the release's rng."""
-    init_seed, train_seed = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(2)
-    return make_generator(init_seed, "cpu"), make_generator(train_seed, "cpu")
+    def canary_bytes(self, m: int, *, rows: int, features: int, classes: int) -> int:
+        """The pool (rows and canaries) as float32 with a few working copies (the data, the sampled batch, the
+        per-example activations of ghost clipping), and the network's weights a few times."""
+        widths = (features, *self.hidden, classes)
+        weights = sum(a * b for a, b in itertools.pairwise(widths))
+        return 4 * 4 * (rows + m) * max(widths) + 4 * 8 * weights + 64 * m

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from attacks import Identity
+from attacks import Identity, NegativeLoss
 from games import AnalysisSettings, MultiRunGame, TrialOutcome
+from games.testing import check_component
 from mechanisms import GaussianMechanism, RandomizedResponse
 from mechanisms._base import check_runs
 
@@ -156,3 +157,77 @@ def test_golden_row_is_pinned_to_its_seed(stored_trial):
     expected = [-0.004646973174419824, 0.06227439719317325, 0.9228501074749105, 0.04731261648707269]
     np.testing.assert_allclose(outcome.scores[:4], expected, rtol=1e-12)
     assert outcome.membership[:10].astype(int).tolist() == [0, 0, 1, 0, 1, 0, 0, 1, 0, 0]
+
+
+# -- canary-dataset mechanisms ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"data": "mnist"}, ValueError, "data must be one of digits, adult, compas"),
+        ({"canary": "ood"}, ValueError, "canary must be omitted when data is"),
+        (
+            {"data": "digits", "train_rows": 1797, "canary": "mislabel"},
+            ValueError,
+            r"train_rows must be at most 1,796 to leave 1 of the 1,797 records of digits to mislabel as canaries, "
+            r"got 1,797",
+        ),
+    ],
+)
+def test_data_validation(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        MultiRunGame(**kwargs)
+
+
+def test_data_incompatibility():
+    reason = MultiRunGame(data="digits").incompatibility(RandomizedResponse(epsilon=1.0), Identity())
+    assert reason is not None and "game.data must be omitted" in reason
+    pytest.importorskip("torch")
+    from mechanisms.dpsgd.blackbox import DPSGDBlackBox
+
+    reason = MultiRunGame().incompatibility(DPSGDBlackBox(noise_multiplier=1.0), NegativeLoss())
+    assert reason is not None and "game 'multi-run' needs data" in reason
+    reason = MultiRunGame(data="digits").incompatibility(DPSGDBlackBox(noise_multiplier=1.0), NegativeLoss())
+    assert reason is not None and "game 'multi-run' needs canary" in reason
+
+
+def test_runs_share_the_rows_and_canary_with_their_own_bit():
+    """Run j of a canary-dataset mechanism is its release on (bit_j, the game's rows, the one canary), with the
+    j-th child of the mechanism stream, equal to the batched pass."""
+    pytest.importorskip("torch")
+    from games._base import role_seeds
+    from games.canary_data import canary_data
+    from mechanisms.dpsgd.blackbox import DPSGDBlackBox
+
+    game = MultiRunGame(runs=4, data="digits", train_rows=80, canary="mislabel", canary_seed=2)
+    mech = DPSGDBlackBox(noise_multiplier=1.0, steps=3, sampling_rate=0.5)
+    outcome = game.play(mech, NegativeLoss(), seed=SEED)
+    children = role_seeds(SEED, 3)[1].spawn(4)
+    for bit, child, score in zip(outcome.membership, children, outcome.scores, strict=True):
+        data = canary_data(np.array([bit]), data="digits", train_rows=80, canary="mislabel", canary_seed=2)
+        alone = mech.release(data, rng=np.random.default_rng(child))
+        assert score == pytest.approx(NegativeLoss().score(alone, np.zeros(1, dtype=np.intp))[0], abs=1e-4)
+
+
+def test_a_canary_dataset_game_keeps_the_component_contract():
+    pytest.importorskip("torch")
+    check_component(MultiRunGame(runs=4, data="digits", train_rows=50))
+
+
+WHITEBOX_CONFIG = {
+    "experiment": {"name": "golden-dpsgd", "seed": 2026, "repetitions": 2},
+    "game": {"name": "multi-run", "runs": 8, "thresholds": 4, "data": "digits", "train_rows": 50},
+    "mechanism": {"name": "dpsgd-whitebox", "noise_multiplier": 1.0, "sampling_rate": 0.5, "steps": 3, "model": "mlp"},
+    "attack": {"name": "identity"},
+    "analysis": {"confidence": 0.95, "delta": 1e-5},
+}
+
+
+def test_golden_dpsgd_whitebox_row_is_the_pre_port_codes(stored_trial):
+    """Trial 1 of a small multi-run white-box DP-SGD config on the game's digits: the numbers the code gave when
+    the mechanism loaded the digits itself (commit d997b3e), to the last bit."""
+    pytest.importorskip("torch")
+    row, outcome = stored_trial(WHITEBOX_CONFIG, trial=1)
+    assert row["epsilon_lb"] == 0.0 and (row["n_in"], row["n_runs"]) == (4, 8)
+    expected = [-0.03541254849241281, -0.015726977539694542, -0.018551352326684367, 0.023229820766368744]
+    assert outcome.scores[:4].tolist() == expected
+    assert outcome.membership.astype(int).tolist() == [0, 0, 0, 1, 1, 0, 1, 1]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import re
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -13,7 +15,11 @@ from scipy import stats
 from analysis.one_run import epsilon_lower_bound
 from attacks import Identity
 from games import AnalysisSettings, OneRunGame, TrialOutcome
+from games.canary_data import canary_data
+from games.datasets import load_digits
+from games.testing import check_component
 from mechanisms import GaussianMechanism, RandomizedResponse
+from mechanisms.training.canaries import CanaryMechanism, as_canary_data
 
 SEED = np.random.SeedSequence(123, spawn_key=(0, 4))
 
@@ -139,3 +145,225 @@ def test_golden_row_is_pinned_to_its_seed(stored_trial):
     assert row["epsilon_lb"] == pytest.approx(2.7231823196361664, rel=1e-9)
     assert outcome.scores[:4].tolist() == [0.0, 1.0, 0.0, 1.0]
     assert outcome.membership[:10].astype(int).tolist() == [0, 1, 0, 1, 1, 1, 0, 1, 0, 0]
+
+
+# -- canary-dataset mechanisms: the game's data and canaries ---------------------------------------------------
+@dataclasses.dataclass(frozen=True, slots=True)
+class RowSums(CanaryMechanism):
+    """Releases, per canary, a number that depends on the rows and its canary example only (no noise, no bits)."""
+
+    name: ClassVar[str] = "test-row-sums"
+    release_kind: ClassVar[str] = "per-canary-values"
+    canary_examples: ClassVar[bool] = True
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> np.ndarray:
+        data = as_canary_data("data", data)
+        x, y = data.examples()
+        return x.sum(axis=1, dtype=np.float64) + y + float(data.rows.x.sum(dtype=np.float64)) + len(data.rows)
+
+    def privacy_claim(self) -> None:
+        return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GradientSums(RowSums):
+    """As RowSums, for a mechanism whose canaries are not examples."""
+
+    name: ClassVar[str] = "test-gradient-sums"
+    canary_examples: ClassVar[bool] = False
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> np.ndarray:
+        data = as_canary_data("data", data)
+        assert not data.has_examples
+        return np.full(data.m, float(data.rows.x.sum(dtype=np.float64)))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unmarked(RandomizedResponse):
+    """Takes 'canary-dataset' without saying whether it trains on canary examples."""
+
+    name: ClassVar[str] = "test-unmarked"
+    input_kind: ClassVar[str] = "canary-dataset"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"data": "mnist"}, ValueError, r"data must be one of digits, adult, compas \(or omitted .*\), got 'mnist'"),
+        ({"data": "digits", "canary": "poison"}, ValueError, "canary must be one of mislabel, ood .*got 'poison'"),
+        ({"canary": "ood"}, ValueError, "canary must be omitted when data is .*got 'ood'"),
+        ({"data": "digits", "train_rows": 1798}, ValueError, r"train_rows must be an integer in \[1, 1797\], got 1798"),
+        ({"data": "digits", "train_rows": 0}, ValueError, r"train_rows must be an integer in \[1, 1797\], got 0"),
+        ({"train_rows": 1.5}, TypeError, "train_rows must be an integer, got 1.5"),
+        ({"data": "digits", "canary_seed": -1}, ValueError, "canary_seed must be an integer >= 0, got -1"),
+        (
+            {"m": 800, "data": "digits", "train_rows": 1000, "canary": "mislabel"},
+            ValueError,
+            r"m must be at most 797 mislabelled canaries \(the 1,797 records of digits after its train_rows = 1,000 "
+            r"training rows\), got 800",
+        ),
+    ],
+)
+def test_data_validation_names_the_field(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        OneRunGame(**{"m": 100, "k_pos": 5, "k_neg": 5, **kwargs})
+
+
+def test_ood_canaries_are_not_limited_by_held_out_rows():
+    assert OneRunGame(m=5000, k_pos=5, k_neg=5, data="digits", train_rows=1797, canary="ood").train_rows == 1797
+
+
+def test_incompatibility_names_the_data_fields():
+    bits_game = OneRunGame(m=10, k_pos=1, k_neg=1)
+    data_game = OneRunGame(m=10, k_pos=1, k_neg=1, data="digits", train_rows=50)
+    with_canaries = OneRunGame(m=10, k_pos=1, k_neg=1, data="digits", train_rows=50, canary="mislabel")
+    rr = RandomizedResponse(epsilon=1.0)
+    assert bits_game.supports(rr, Identity()) and with_canaries.supports(RowSums(), Identity())
+    assert data_game.supports(GradientSums(), Identity())
+    cases = [
+        (data_game, rr, r"mechanism 'randomized-response' takes canary bits, not data: game\.data must be omitted"),
+        (bits_game, RowSums(), r"mechanism 'test-row-sums' trains on the game's data: game 'one-run' needs data"),
+        (data_game, RowSums(), r"trains on canary examples: game 'one-run' needs canary \(one of mislabel, ood\)"),
+        (with_canaries, GradientSums(), r"takes no canary examples .*: game\.canary must be omitted .*'mislabel'"),
+        (data_game, Unmarked(epsilon=1.0), r"takes 'canary-dataset' but is no mechanisms\.training\.canaries\."),
+    ]
+    for game, mechanism, message in cases:
+        reason = game.incompatibility(mechanism, Identity())
+        assert reason is not None and re.search(message, reason), reason
+
+
+def test_the_canaries_are_chosen_before_and_independently_of_the_membership():
+    """Two trials draw different membership bits over the same rows and canaries: the same function of the game's
+    parameters, whatever the bits (so the choice reveals nothing and the auditor fixed it in advance)."""
+    game = OneRunGame(m=200, k_pos=5, k_neg=5, data="digits", train_rows=300, canary="mislabel", canary_seed=3)
+    a = game.play(RowSums(), Identity(), seed=SEED)
+    b = game.play(RowSums(), Identity(), seed=np.random.SeedSequence(9))
+    assert not np.array_equal(a.membership, b.membership)
+    np.testing.assert_array_equal(a.scores, b.scores)  # the same rows and canaries in both trials
+    inputs = [
+        canary_data(bits, data="digits", train_rows=300, canary="mislabel", canary_seed=3)
+        for bits in (a.membership, b.membership, np.zeros(200, dtype=bool))
+    ]
+    for other in inputs[1:]:
+        assert other.shares_canaries(inputs[0])
+        np.testing.assert_array_equal(other.rows.x, inputs[0].rows.x)
+        np.testing.assert_array_equal(other.canary_x, inputs[0].canary_x)
+    np.testing.assert_array_equal(inputs[0].membership, a.membership)
+    assert not inputs[0].shares_canaries(
+        canary_data(a.membership, data="digits", train_rows=300, canary="mislabel", canary_seed=4)
+    )
+
+
+def test_membership_stream_is_the_canary_bits_games():
+    data_game = OneRunGame(m=300, k_pos=5, k_neg=5, data="digits", train_rows=100, canary="ood")
+    bits_game = OneRunGame(m=300, k_pos=5, k_neg=5)
+    a = data_game.play(RowSums(), Identity(), seed=SEED)
+    b = bits_game.play(RandomizedResponse(epsilon=1.0), Identity(), seed=SEED)
+    np.testing.assert_array_equal(a.membership, b.membership)
+
+
+def test_rows_are_the_first_digits_scaled_by_their_public_range():
+    data = canary_data(np.ones(5, dtype=bool), data="digits", train_rows=120, canary=None, canary_seed=0)
+    x, y = load_digits()
+    np.testing.assert_array_equal(data.rows.x, (x[:120] / 16).astype(np.float32))
+    np.testing.assert_array_equal(data.rows.y, y[:120])
+    assert data.rows.n_classes == 10 and data.rows.include.all() and not data.has_examples
+    assert not data.rows.x.flags.writeable  # shared by every trial of the process
+
+
+def test_mislabelled_canaries_are_held_out_rows_with_the_next_label():
+    train_rows, m = 1000, 300
+    data = canary_data(np.zeros(m, dtype=bool), data="digits", train_rows=train_rows, canary="mislabel", canary_seed=0)
+    x, y = load_digits()
+    x = (x / 16).astype(np.float32)
+    for cx, cy in zip(data.canary_x, data.canary_y, strict=True):
+        same = np.flatnonzero((x == cx).all(axis=1))
+        # a held-out record with this image and the label one below the canary's
+        assert any(j >= train_rows and (y[j] + 1) % 10 == cy for j in same)
+        # and never a training row: no training record has this image with this label
+        assert not any(j < train_rows and y[j] == cy for j in same)
+    picked = [int(np.flatnonzero((x[train_rows:] == cx).all(axis=1))[0]) for cx in data.canary_x]
+    assert len(set(picked)) > 0.95 * m  # distinct records (a few digits images repeat)
+
+
+def test_ood_canaries_are_uniform_noise_with_random_labels():
+    data = canary_data(np.zeros(2000, dtype=bool), data="digits", train_rows=100, canary="ood", canary_seed=1)
+    assert data.canary_x.shape == (2000, 64) and data.canary_x.dtype == np.float32
+    assert 0.0 <= data.canary_x.min() and data.canary_x.max() < 1.0
+    assert stats.kstest(data.canary_x.ravel()[:5000], "uniform").pvalue > 1e-3
+    counts = np.bincount(data.canary_y, minlength=10)
+    assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_compas_rows_and_canaries():
+    from games.canary_data import data_shape
+    from games.features import model_arrays
+
+    arrays = model_arrays("compas")
+    records, features, classes = data_shape("compas")
+    assert (records, features, classes) == (arrays.y.shape[0], arrays.x.shape[1], 2)
+    data = canary_data(np.ones(10, dtype=bool), data="compas", train_rows=500, canary="mislabel", canary_seed=0)
+    np.testing.assert_array_equal(data.rows.x, arrays.x[:500])
+    assert data.canary_x.shape == (10, features) and set(data.canary_y) <= {0, 1}
+    game = OneRunGame(m=10, k_pos=1, k_neg=1, data="compas", train_rows=500, canary="mislabel")
+    assert game.play(RowSums(), Identity(), seed=SEED).scores.shape == (10,)
+    with pytest.raises(ValueError, match=r"m must be at most 6,714 mislabelled canaries .*7,214 records of compas"):
+        OneRunGame(m=7000, k_pos=1, k_neg=1, data="compas", train_rows=500, canary="mislabel")
+
+
+def test_a_canary_dataset_game_keeps_the_component_contract():
+    pytest.importorskip("torch")
+    check_component(OneRunGame(m=50, k_pos=5, k_neg=5, data="digits", train_rows=50))
+
+
+WHITEBOX_CONFIG = {
+    "experiment": {"name": "golden-dpsgd", "seed": 2026, "repetitions": 2},
+    "game": {"name": "one-run", "m": 60, "k_pos": 5, "k_neg": 5, "data": "digits", "train_rows": 50},
+    "mechanism": {"name": "dpsgd-whitebox", "noise_multiplier": 1.0, "sampling_rate": 0.5, "steps": 3, "model": "mlp"},
+    "attack": {"name": "identity"},
+    "analysis": {"confidence": 0.95, "delta": 1e-5},
+}
+
+
+def test_golden_dpsgd_whitebox_row_is_the_pre_port_codes(stored_trial):
+    """Trial 1 of a small white-box DP-SGD config on the game's digits: the numbers the code gave when the
+    mechanism loaded the digits itself (commit d997b3e, with train_rows in [mechanism]), to the last bit: moving
+    the data to the game changed no white-box result."""
+    pytest.importorskip("torch")
+    row, outcome = stored_trial(WHITEBOX_CONFIG, trial=1)
+    assert row["epsilon_lb"] == 0.0 and (row["m"], row["r"]) == (60, 10)
+    expected = [-0.06012824443746726, -0.02315754956448694, -0.02038551606922702, -0.06061158729362199]
+    assert outcome.scores[:4].tolist() == expected
+    assert outcome.membership[:10].astype(int).tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+
+
+def test_same_seed_same_stored_numbers_for_a_blackbox_config(tmp_path):
+    pytest.importorskip("torch")
+    from games.config import parse_config
+    from games.runner import run_experiment
+
+    sections = {
+        "experiment": {"name": "bb", "seed": 11, "repetitions": 2},
+        "game": {
+            "name": "one-run",
+            "m": 40,
+            "k_pos": 4,
+            "k_neg": 4,
+            "data": "digits",
+            "train_rows": 60,
+            "canary": "mislabel",
+        },
+        "mechanism": {"name": "dpsgd-blackbox", "noise_multiplier": 1.0, "sampling_rate": 0.5, "steps": 4},
+        "attack": {"name": "negative-loss"},
+        "analysis": {"confidence": 0.95, "delta": 1e-5},
+    }
+    stores = [run_experiment(parse_config(sections), tmp_path / name, progress=False) for name in ("a", "b")]
+    rows = [s.rows().sort_values("trial").reset_index(drop=True) for s in stores]
+    columns = ["trial", "epsilon_lb", "r", "v"]
+    pd.testing.assert_frame_equal(rows[0][columns], rows[1][columns])
+    for trial in rows[0]["trial"]:
+        a, b = (s.load_outcome(int(trial)) for s in stores)
+        np.testing.assert_array_equal(a.scores, b.scores)
+        np.testing.assert_array_equal(a.membership, b.membership)
+    a0, a1 = (stores[0].load_outcome(t) for t in (0, 1))
+    assert not np.array_equal(a0.scores, a1.scores)  # another trial, other bits and noise

@@ -30,8 +30,8 @@ EXAMPLES = {
     ("mechanism", "randomized-response"): RandomizedResponse(epsilon=1.0),
     ("mechanism", "gaussian"): GaussianMechanism(sigma=1.0),
     # σ = 3 keeps the PLD accountant's ε fast (0.4 s a δ against 2.5 s at σ = 1)
-    ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=3.0, steps=5, train_rows=100),
-    ("mechanism", "dpsgd-blackbox"): DPSGDBlackBox(noise_multiplier=3.0, steps=5, train_rows=100),
+    ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=3.0, steps=5),
+    ("mechanism", "dpsgd-blackbox"): DPSGDBlackBox(noise_multiplier=3.0, steps=5, hidden=(8,)),
     ("mechanism", "logistic-regression"): LogisticRegressionClassifier(epochs=2),
     ("mechanism", "mlp"): MLPClassifier(hidden=(8,), epochs=2),
     ("mechanism", "gradient-boosted-trees"): GradientBoostedTrees(max_iter=5),

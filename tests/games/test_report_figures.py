@@ -82,14 +82,8 @@ def test_one_run_plot_draws_the_median_with_its_band(write_config, tmp_path, dra
 
 DPSGD = {
     "experiment": {"repetitions": 1},
-    "game": {"name": "one-run", "m": 20, "k_pos": 2, "k_neg": 2},
-    "mechanism": {
-        "name": "dpsgd-whitebox",
-        "epsilon": [4.0, 8.0],
-        "sampling_rate": 1.0,
-        "steps": 2,
-        "train_rows": 50,
-    },
+    "game": {"name": "one-run", "m": 20, "k_pos": 2, "k_neg": 2, "data": "digits", "train_rows": 50},
+    "mechanism": {"name": "dpsgd-whitebox", "epsilon": [4.0, 8.0], "sampling_rate": 1.0, "steps": 2},
     "analysis": {"confidence": 0.95, "delta": 1e-5},
 }
 

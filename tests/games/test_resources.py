@@ -99,12 +99,39 @@ def test_dpsgd_whitebox_with_a_weight_per_canary_is_refused():
     pytest.importorskip("torch")
     sections = {
         "experiment": {"name": "x", "seed": 1, "repetitions": 1},
-        "game": {"name": "one-run", "m": 10**9, "k_pos": 10, "k_neg": 10},
+        "game": {"name": "one-run", "m": 10**9, "k_pos": 10, "k_neg": 10, "data": "digits"},
         "mechanism": {"name": "dpsgd-whitebox", "noise_multiplier": 1.0, "sampling_rate": 0.1, "steps": 10},
         "attack": {"name": "identity"},
     }
     with pytest.raises(ConfigError, match=r"dpsgd-whitebox, game\.m = 1,000,000,000.* TiB"):
         parse_config(sections)
+
+
+def test_dpsgd_memory_counts_the_games_rows_and_canaries():
+    pytest.importorskip("torch")
+    sections = {
+        "experiment": {"name": "x", "seed": 1, "repetitions": 1},
+        "game": {"name": "one-run", "m": 1000, "k_pos": 10, "k_neg": 10, "data": "digits", "train_rows": 100},
+        "mechanism": {"name": "dpsgd-whitebox", "noise_multiplier": 1.0, "sampling_rate": 0.1, "steps": 10},
+        "attack": {"name": "identity"},
+    }
+    small = trial_bytes(parse_config(sections).grid[0])
+    more_rows = {**sections, "game": {**sections["game"], "train_rows": 1797}}
+    assert trial_bytes(parse_config(more_rows).grid[0]) > 3 * small  # the padded rows grow with them
+    blackbox = {
+        **sections,
+        "game": {**sections["game"], "m": 10**9, "canary": "ood"},
+        "mechanism": {"name": "dpsgd-blackbox", "noise_multiplier": 1.0, "sampling_rate": 0.1, "steps": 10},
+        "attack": {"name": "negative-loss"},
+    }
+    with pytest.raises(ConfigError, match=r"dpsgd-blackbox, game\.m = 1,000,000,000.* (GiB|TiB)"):
+        parse_config(blackbox)
+    multi = {
+        **sections,
+        "game": {"name": "multi-run", "runs": 10**6, "data": "digits", "train_rows": 1000},
+    }
+    with pytest.raises(ConfigError, match=r"game\.runs = 1,000,000.* (GiB|TiB)"):
+        parse_config(multi)
 
 
 # -- writable places --------------------------------------------------------------------------------------------

@@ -528,11 +528,11 @@ def test_a_new_kind_brings_its_samples():
     class Models(Values):
         """Scores releases of a new kind."""
 
-        accepts: ClassVar[frozenset[str]] = frozenset({"model"})
+        accepts: ClassVar[frozenset[str]] = frozenset({"weights"})  # ("model" is a built-in kind now)
 
-    with pytest.raises(AssertionError, match=r"no sample release of kind 'model'"):
+    with pytest.raises(AssertionError, match=r"no sample release of kind 'weights'"):
         _check(Models(), "check_attack_scores")(Models())
-    given = checks_for(Models(), releases={"model": (np.linspace(0, 1, 5), [0, 2])})
+    given = checks_for(Models(), releases={"weights": (np.linspace(0, 1, 5), [0, 2])})
     next(c for c in given if c.name == "check_attack_scores")(Models())
 
     @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("cls", [DPSGDWhiteBox, DPSGDBlackBox])
 def test_building_does_not_calibrate_and_first_use_does_once(cls: Any, calls: list[tuple[Any, ...]]) -> None:
-    mech = cls(epsilon=2.0, sampling_rate=1.0, steps=1, train_rows=50)
+    mech = cls(epsilon=2.0, sampling_rate=1.0, steps=1)
     assert calls == []
     sigma = mech.sigma
     assert calls == [(2.0, 1e-5, 1.0, 1)]
@@ -42,8 +42,8 @@ def test_building_does_not_calibrate_and_first_use_does_once(cls: Any, calls: li
 
 
 def test_sigma_travels_with_the_mechanism_and_does_not_change_its_identity(calls: list[tuple[Any, ...]]) -> None:
-    fresh = DPSGDWhiteBox(epsilon=2.0, sampling_rate=1.0, steps=1, train_rows=50)
-    done = DPSGDWhiteBox(epsilon=2.0, sampling_rate=1.0, steps=1, train_rows=50)
+    fresh = DPSGDWhiteBox(epsilon=2.0, sampling_rate=1.0, steps=1)
+    done = DPSGDWhiteBox(epsilon=2.0, sampling_rate=1.0, steps=1)
     key_before = make_key(mechanism=done)
     sigma = done.sigma
     assert fresh == done and hash(fresh) == hash(done)
