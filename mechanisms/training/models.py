@@ -21,17 +21,29 @@ from mechanisms._base import Mechanism, check_runs
 from mechanisms.training.data import as_training_data, stack_masks
 from mechanisms.training.release import ACTIVATIONS, ModelRelease
 
-__all__ = ["LogisticRegressionClassifier", "MLPClassifier", "TrainedModel", "torch_generators"]
+__all__ = ["LogisticRegressionClassifier", "MLPClassifier", "TrainedModel", "check_device", "torch_generators"]
 
 MAX_EPOCHS = 100_000
 MAX_WIDTH = 1 << 16
 
 
-def torch_generators(rngs: Sequence[np.random.Generator]) -> list[Any]:
-    """One CPU ``torch.Generator`` per release, seeded from the release's rng (four 63-bit words)."""
+def torch_generators(rngs: Sequence[np.random.Generator], device: Any = "cpu") -> list[Any]:
+    """One ``torch.Generator`` on ``device`` per release, seeded from the release's rng (four 63-bit words)."""
     from mechanisms.dpsgd.devices import make_generator
 
-    return [make_generator(np.random.SeedSequence(r.integers(0, 2**63, size=4).tolist()), "cpu") for r in rngs]
+    return [make_generator(np.random.SeedSequence(r.integers(0, 2**63, size=4).tolist()), device) for r in rngs]
+
+
+def check_device(value: Any) -> str:
+    """``value`` if it names a device a model can train on: "cpu", "auto", "cuda" or "cuda:<index>" (checked
+    without importing torch, so a config is validated in a second; whether CUDA is present is checked when the
+    model trains)."""
+    if not isinstance(value, str):
+        raise TypeError(f"device must be a string ('cpu', 'auto', 'cuda' or 'cuda:<index>'), got {value!r}.")
+    head, _, index = value.partition(":")
+    if value in ("cpu", "auto", "cuda") or (head == "cuda" and index.isdigit()):
+        return value
+    raise ValueError(f"device must be 'cpu', 'auto', 'cuda' or 'cuda:<index>', got {value!r}.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +91,10 @@ class _Network(TrainedModel):
     batch_size: int = 64
     learning_rate: float = 1e-3
     weight_decay: float = 0.0
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
+        check_device(self.device)
         object.__setattr__(self, "epochs", check_int("epochs", self.epochs, low=1, high=MAX_EPOCHS))
         object.__setattr__(self, "batch_size", check_int("batch_size", self.batch_size, low=1))
         check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
@@ -97,6 +111,7 @@ class _Network(TrainedModel):
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
     ) -> list[ModelRelease]:
+        from mechanisms.dpsgd.devices import resolve_device as resolve
         from mechanisms.training.network import train_networks
 
         hidden, activation = self.layers()
@@ -104,7 +119,7 @@ class _Network(TrainedModel):
             train_networks(
                 pool,
                 masks,
-                torch_generators(rngs),
+                torch_generators(rngs, resolve(self.device)),
                 hidden=hidden,
                 activation=activation,
                 epochs=self.epochs,
@@ -128,6 +143,10 @@ class LogisticRegressionClassifier(_Network):
         Adam's step size.
     weight_decay : float, default=0.0
         L2 penalty (Adam's ``weight_decay``).
+    device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
+        Where to train (``"auto"``: CUDA when present).  The CPU by default, so that a config gives the same models
+        on every machine; a GPU's batched products round differently in the last bits, and the device is part of
+        a cached model's key.
 
     Notes
     -----
@@ -148,7 +167,7 @@ class MLPClassifier(_Network):
     hidden : tuple of int, default=(64,)
         Hidden layer widths.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
-    epochs, batch_size, learning_rate, weight_decay
+    epochs, batch_size, learning_rate, weight_decay, device
         As :class:`LogisticRegressionClassifier`; more epochs over-fit more (the knob of LiRA studies).
 
     Notes

@@ -79,7 +79,7 @@ def train_networks(
         The pool (its own ``include`` is ignored: ``masks`` says who trains on what).
     masks : ndarray of shape (K, N), bool
     generators : sequence of K torch.Generator
-        Model k's initialisation and batch orders.
+        Model k's initialisation and batch orders, all on the device to train on.
     hidden : sequence of int
         Hidden widths (empty: logistic regression).
     activation, epochs, batch_size, learning_rate, weight_decay
@@ -91,8 +91,9 @@ def train_networks(
         In the order of ``masks``.
     """
     sizes = (data.x.shape[1], *hidden, data.n_classes)
-    x = torch.tensor(data.x)  # copies: the pool's arrays may be read-only (torch warns on those)
-    y = torch.tensor(data.y)
+    device = generators[0].device if len(generators) else torch.device("cpu")
+    x = torch.tensor(data.x, device=device)  # copies: the pool's arrays may be read-only (torch warns on those)
+    y = torch.tensor(data.y, device=device)
     counts = masks.sum(axis=1)
     out: list[NetworkRelease | None] = [None] * len(generators)
     for n in np.unique(counts):
@@ -104,10 +105,12 @@ def train_networks(
             params.append(torch.stack([lay[depth][0] for lay in layers]).requires_grad_(True))
             params.append(torch.stack([lay[depth][1] for lay in layers]).unsqueeze(1).requires_grad_(True))
         optimiser = torch.optim.Adam(params, lr=learning_rate, weight_decay=weight_decay, fused=True)
-        rows = torch.from_numpy(np.stack([np.flatnonzero(masks[k]) for k in group]))  # (G, n), increasing
+        rows = torch.from_numpy(np.stack([np.flatnonzero(masks[k]) for k in group])).to(device)  # (G, n), increasing
         steps = math.ceil(int(n) / batch_size)
         for _ in range(epochs):
-            order = torch.stack([rows[i][torch.randperm(int(n), generator=g)] for i, g in enumerate(gens)])
+            order = torch.stack(
+                [rows[i][torch.randperm(int(n), generator=g, device=device)] for i, g in enumerate(gens)]
+            )
             for s in range(steps):
                 batch = order[:, s * batch_size : (s + 1) * batch_size]
                 logits = _forward(params, x[batch], activation)

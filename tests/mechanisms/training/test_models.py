@@ -345,8 +345,15 @@ PARAMETER_CHANGES: dict[str, list[dict[str, Any]]] = {
         {"hidden": (9,)},
         {"hidden": (8, 8)},
         {"activation": "tanh"},
+        {"device": "auto"},  # the requested device is part of the key (a GPU rounds differently)
     ],
-    "logistic-regression": [{"epochs": 4}, {"batch_size": 17}, {"learning_rate": 0.051}, {"weight_decay": 1e-4}],
+    "logistic-regression": [
+        {"epochs": 4},
+        {"batch_size": 17},
+        {"learning_rate": 0.051},
+        {"weight_decay": 1e-4},
+        {"device": "auto"},
+    ],
     "dpsgd-mlp": [
         {"noise_multiplier": 1.01},
         {"noise_multiplier": None, "epsilon": 2.0},
@@ -475,3 +482,13 @@ def test_other_inputs_are_not_cached():
     mech = _logistic()
     x, _ = _pool()
     assert release_key(mech, x, np.random.SeedSequence(0)) is None
+
+
+@pytest.mark.parametrize(
+    "device, error", [("gpu", ValueError), ("cuda:x", ValueError), ("", ValueError), (0, TypeError)]
+)
+def test_bad_devices_are_refused_without_torch(device, error):
+    from mechanisms.training import MLPClassifier
+
+    with pytest.raises(error, match="device must be"):
+        MLPClassifier(device=device)
