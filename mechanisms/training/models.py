@@ -55,8 +55,8 @@ class TrainedModel(Mechanism):
 
     def release(self, data: Any, *, rng: np.random.Generator) -> ModelRelease:
         """Train one model on ``data``'s included records with randomness from ``rng``."""
-        as_training_data("data", data)
-        return self.release_runs([data], rngs=[rng])[0]
+        pool = as_training_data("data", data)
+        return self.train(pool, pool.include[None, :], [rng], sizes=[pool.public_size])[0]
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[ModelRelease]:
         """K models on K include-masks of one pool, each equal to ``release(d, rng=r)``."""

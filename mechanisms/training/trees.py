@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from analysis._checks import check_int, check_real
+from mechanisms._base import Mechanism
 from mechanisms.training.data import TrainingData
 from mechanisms.training.models import TrainedModel
 from mechanisms.training.release import ModelRelease, TreeEnsembleRelease
@@ -81,6 +82,8 @@ class GradientBoostedTrees(TrainedModel):
     """
 
     name: ClassVar[str] = "gradient-boosted-trees"
+    # trees do not batch: K runs are K releases, so the cache stores (and the progress line counts) each as it ends
+    release_runs = Mechanism.release_runs
 
     max_iter: int = 100
     learning_rate: float = 0.1
