@@ -245,7 +245,7 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         ),
         "dpsgd-blackbox": Builtin(
             "mechanisms.dpsgd.blackbox:DPSGDBlackBox",
-            "DP-SGD on sklearn's digits with m input-space canaries; releases the final model.",
+            "DP-SGD on the game's rows and its member canary examples; releases the model with the canaries.",
             requires=("torch",),
         ),
         "logistic-regression": Builtin(
@@ -269,7 +269,7 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         ),
         "dpsgd-whitebox": Builtin(
             "mechanisms.dpsgd.whitebox:DPSGDWhiteBox",
-            "DP-SGD on sklearn's digits with m Dirac gradient canaries; releases each canary's summed descent.",
+            "DP-SGD on the game's rows with m Dirac gradient canaries; releases each canary's summed descent.",
             requires=("torch",),
         ),
     },

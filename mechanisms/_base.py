@@ -9,10 +9,14 @@ the K runs (DP-SGD trains K models at once) override it, with results equal to K
 Two class attributes let a game check compatibility before any work runs:
 
 ``input_kind``
-    what ``release`` takes: ``"canary-bits"`` (a boolean array of m membership bits, one per canary), and, in
-    later games, ``"dataset"`` (arrays ``(X, y)``) or ``"table"`` (a DataFrame).
+    what ``release`` takes: ``"canary-bits"`` (a boolean array of m membership bits, one per canary),
+    ``"canary-dataset"`` (:class:`mechanisms.training.canaries.CanaryData`: the bits with the game's training rows
+    and canary examples), ``"dataset"`` (:class:`mechanisms.training.data.TrainingData`: a pool and an
+    include-mask) or ``"table"`` (a DataFrame).
 ``release_kind``
-    what it publishes: ``"per-canary-values"`` (one number per canary), ``"model"``, ``"table"``.
+    what it publishes: ``"per-canary-values"`` (one number per canary), ``"model"``
+    (:class:`mechanisms.training.release.ModelRelease`), ``"model-with-canaries"`` (a model and the public
+    canaries), ``"table"``.
 """
 
 from __future__ import annotations

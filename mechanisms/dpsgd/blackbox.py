@@ -29,7 +29,7 @@ __all__ = ["DPSGDBlackBox"]
 
 @dataclass(frozen=True, slots=True)
 class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
-    """DP-SGD on sklearn's digits with m input-space canaries; releases the final model.
+    """DP-SGD on the game's rows and its member canary examples; releases the model with the canaries.
 
     The rows and the canary examples are the game's (its ``data`` and ``canary``: the digits in the shipped
     configs; input ``"canary-dataset"``, :class:`mechanisms.training.canaries.CanaryData`): the mechanism loads no

@@ -68,7 +68,7 @@ class _Setup:
 
 @dataclass(frozen=True, slots=True)
 class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
-    """DP-SGD on sklearn's digits with m Dirac gradient canaries; releases each canary's summed descent.
+    """DP-SGD on the game's rows with m Dirac gradient canaries; releases each canary's summed descent.
 
     The rows are the game's (its ``data``, the digits in the shipped configs; input ``"canary-dataset"``,
     :class:`mechanisms.training.canaries.CanaryData`): the mechanism loads no data set.  It takes no canary

@@ -1,6 +1,8 @@
 """Trained models as mechanisms: a pool of records and an include-mask in, a model that scores any record out.
 
 - :mod:`mechanisms.training.data`: :class:`TrainingData`, the input (pool features, labels, include-mask).
+- :mod:`mechanisms.training.canaries`: :class:`CanaryData`, the input of the DP-SGD canary mechanisms (the
+  one-run and multi-run games' membership bits with their training rows and canary examples).
 - :mod:`mechanisms.training.release`: :class:`ModelRelease`, the one protocol every attack on a model uses
   (``logits``, ``probabilities``, ``losses``, ``confidence``; ``to_arrays`` for white-box access and the cache).
 - :mod:`mechanisms.training.models`: logistic regression and MLPs trained with Adam, K models in one batched pass
@@ -17,12 +19,16 @@ from typing import TYPE_CHECKING
 from analysis._lazy import attach
 
 if TYPE_CHECKING:
+    from mechanisms.training.canaries import CanaryData, CanaryMechanism, CanaryModelRelease
     from mechanisms.training.data import TrainingData
     from mechanisms.training.models import LogisticRegressionClassifier, MLPClassifier, TrainedModel
     from mechanisms.training.release import ModelRelease, NetworkRelease, TreeEnsembleRelease, decode_release
     from mechanisms.training.trees import GradientBoostedTrees
 
 __all__ = [
+    "CanaryData",
+    "CanaryMechanism",
+    "CanaryModelRelease",
     "GradientBoostedTrees",
     "LogisticRegressionClassifier",
     "MLPClassifier",
@@ -37,6 +43,9 @@ __all__ = [
 __getattr__, __dir__ = attach(
     __name__,
     {
+        "CanaryData": "mechanisms.training.canaries:CanaryData",
+        "CanaryMechanism": "mechanisms.training.canaries:CanaryMechanism",
+        "CanaryModelRelease": "mechanisms.training.canaries:CanaryModelRelease",
         "GradientBoostedTrees": "mechanisms.training.trees:GradientBoostedTrees",
         "LogisticRegressionClassifier": "mechanisms.training.models:LogisticRegressionClassifier",
         "MLPClassifier": "mechanisms.training.models:MLPClassifier",

@@ -77,6 +77,8 @@ def _strategies(cls: type, field: dataclasses.Field[Any]) -> dict[str, st.Search
     )
     literal = [a for h in options if typing.get_origin(h) is typing.Literal for a in typing.get_args(h)]
     takes = {int} if int in origins else set()
+    if bool in origins:  # a flag (LiRA's online, fpc): true and false are its values, not bad ones
+        takes.add(bool)
     if float in origins:
         takes |= {int, float}
     if str in origins or literal:
