@@ -8,9 +8,13 @@
    target ≥ 10× its throughput.
 3. Scoring: every model's logit-scaled confidence on the N₊ pool records, then the leave-one-out LiRA scores of
    all 256 × N₊ (model, record) pairs (``LiRA.leave_one_out``).
+4. DP-SGD over plain: ``--dpsgd-models`` of the same MLPs trained with DP-SGD (``dpsgd-mlp``, ε = 8, δ = 1e-5,
+   q = 64/N, the same 30 epochs = 30/q steps) in one batched pass, per model against the plain batched training.
 
-Ends with one JSON line: ``shadows``, ``shadows_seconds``, ``seconds_per_shadow``, ``sklearn_seconds_per_model``,
-``speedup_vs_sklearn``, ``scoring_seconds`` and the sizes.  ``--quick`` shrinks everything (a smoke test).
+``--device cuda`` trains on a GPU (``benchmarks/gpu_check.sh`` runs it so).  Ends with one JSON line:
+``shadows``, ``shadows_seconds``, ``seconds_per_shadow``, ``shadows_per_second``, ``sklearn_seconds_per_model``,
+``speedup_vs_sklearn``, ``scoring_seconds``, ``dpsgd_over_plain`` and the sizes.  ``--quick`` shrinks everything
+(a smoke test).
 """
 
 from __future__ import annotations
@@ -36,10 +40,13 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--batch", type=int, default=256, help="models per batched call")
     parser.add_argument("--sklearn-models", type=int, default=12)
+    parser.add_argument("--dpsgd-models", type=int, default=64)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:<index> or auto")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
         args.models, args.pool, args.epochs, args.sklearn_models, args.batch = 16, 1000, 3, 2, 16
+        args.dpsgd_models = 4
     print(f"cores: {os.cpu_count()}; pool N+ = {args.pool} Adult records, each model on N = {args.pool // 2}")
 
     population = model_arrays("adult")
@@ -47,11 +54,11 @@ def main() -> None:
     pool = np.sort(rng.choice(population.y.shape[0], args.pool, replace=False))
     x, y = population.x[pool], population.y[pool]
     masks = lira_masks(args.models, args.pool, 0, 0)
-    mechanism = MLPClassifier(hidden=(64,), epochs=args.epochs, batch_size=64, learning_rate=1e-3)
+    mechanism = MLPClassifier(hidden=(64,), epochs=args.epochs, batch_size=64, learning_rate=1e-3, device=args.device)
     base = TrainingData(x, y, masks[0])
 
     # warm-up (torch's first kernels and thread pool), not timed
-    MLPClassifier(hidden=(64,), epochs=1).release_runs(
+    MLPClassifier(hidden=(64,), epochs=1, device=args.device).release_runs(
         [base.with_include(masks[k]) for k in range(2)], rngs=[np.random.default_rng(k) for k in range(2)]
     )
     start = time.perf_counter()
@@ -107,12 +114,40 @@ def main() -> None:
         f"scoring: confidences and leave-one-out LiRA scores of {args.models} x {args.pool} pairs in "
         f"{scoring_seconds:.2f} s; models' train / test accuracy {train_acc:.3f} / {test_acc:.3f}"
     )
+    from mechanisms.dpsgd.classifier import DPSGDClassifier
+
+    n_train = args.pool // 2
+    q = 64 / n_train
+    private = DPSGDClassifier(
+        epsilon=8.0,
+        delta=1e-5,
+        hidden=(64,),
+        sampling_rate=q,
+        steps=round(args.epochs / q),
+        learning_rate=0.5,
+        device=args.device,
+    )
+    sigma = private.sigma  # calibrated before the clock starts
+    k = min(args.dpsgd_models, args.models)
+    start = time.perf_counter()
+    private.release_runs(
+        [base.with_include(masks[i]) for i in range(k)], rngs=[np.random.default_rng(i) for i in range(k)]
+    )
+    dpsgd_per_model = (time.perf_counter() - start) / k
+    print(
+        f"DP-SGD (eps = 8, q = {q:.4f}, {private.steps} steps, sigma = {sigma:.3f}): {k} MLPs batched, "
+        f"{dpsgd_per_model * 1000:.0f} ms a model, {dpsgd_per_model / per_shadow:.1f}x the plain batched training"
+    )
     print(
         json.dumps(
             {
+                "device": args.device,
                 "shadows": args.models,
                 "shadows_seconds": round(shadows_seconds, 2),
                 "seconds_per_shadow": round(per_shadow, 4),
+                "shadows_per_second": round(1.0 / per_shadow, 2),
+                "dpsgd_seconds_per_model": round(dpsgd_per_model, 4),
+                "dpsgd_over_plain": round(dpsgd_per_model / per_shadow, 2),
                 "sklearn_seconds_per_model": round(sklearn_per_model, 4),
                 "speedup_vs_sklearn": round(speedup, 2),
                 "scoring_seconds": round(scoring_seconds, 3),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Run the DP-SGD benchmark (benchmarks/bench_dpsgd.py) on a CUDA GPU and print its JSON line.
+# Run the DP-SGD benchmark (benchmarks/bench_dpsgd.py) and the LiRA shadow-training benchmark
+# (benchmarks/bench_lira.py) on a CUDA GPU and print their JSON lines (DP-SGD's first, then LiRA's).
 #
-# Usage: benchmarks/gpu_check.sh [extra bench_dpsgd.py options, e.g. --quick]
+# Usage: benchmarks/gpu_check.sh [extra bench_dpsgd.py options, e.g. --quick]   (GPU_CHECK_LIRA=0 skips LiRA's)
 # Environment: PYTHON (default: the project's .venv/bin/python if present, else python3),
 #              BENCH_TIMEOUT (seconds, default 1800).
 # Installs nothing: it uses the environment the project is installed in (torch with CUDA; Opacus optional).
@@ -50,3 +51,19 @@ if [[ -z "$json" ]]; then
     exit 1
 fi
 echo "$json"
+
+# The batched shadow-model training of the LiRA evaluation (benchmarks/bench_lira.py) on the same GPU: 256 shadow
+# MLPs on Adult, DP-SGD over plain, shadows per second.  Skipped with GPU_CHECK_LIRA=0.
+if [[ "${GPU_CHECK_LIRA:-1}" != "0" ]]; then
+    lira_log="$(mktemp "${TMPDIR:-/tmp}/bench_lira_cuda.XXXXXX")"
+    trap 'rm -f "$log" "$lira_log"' EXIT
+    status=0
+    timeout --signal=TERM --kill-after=30 "$timeout_s" \
+        "$PYTHON" benchmarks/bench_lira.py --device cuda --sklearn-models 4 2>&1 | tee "$lira_log" \
+        || status=${PIPESTATUS[0]}
+    if [[ $status -ne 0 ]]; then
+        echo "gpu_check: the LiRA benchmark failed (exit status $status)." >&2
+        exit "$status"
+    fi
+    grep -E '^\{' "$lira_log" | tail -n 1
+fi

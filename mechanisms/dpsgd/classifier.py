@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -9,11 +10,12 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from mechanisms.dpsgd.devices import resolve_device
 from mechanisms.dpsgd.models import mlp
 from mechanisms.dpsgd.parameters import DPSGDParameters
 from mechanisms.dpsgd.train import train_ensemble
 from mechanisms.training.data import TrainingData
-from mechanisms.training.models import TrainedModel, torch_generators
+from mechanisms.training.models import TrainedModel, check_device, torch_generators
 from mechanisms.training.network import network_release
 from mechanisms.training.release import ACTIVATIONS, ModelRelease
 
@@ -35,6 +37,8 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     sampling_rate : float, default=0.02
         Poisson rate q (about 64 of 3,000 training rows per step).
     learning_rate : float, default=0.1
+    device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
+        Where to train, as :class:`mechanisms.training.models.MLPClassifier`'s.
 
     Notes
     -----
@@ -51,9 +55,11 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     learning_rate: float = 0.1
     hidden: tuple[int, ...] = (64,)
     activation: str = "relu"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)
+        check_device(self.device)
         if not isinstance(self.hidden, tuple | list):
             raise TypeError(f"hidden must be a list of layer widths, got {self.hidden!r}.")
         from analysis._checks import check_int
@@ -68,10 +74,11 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
     ) -> list[ModelRelease]:
         data: TrainingData = pool
-        x = torch.tensor(data.x)  # copies: the pool's arrays may be read-only (torch warns on those)
-        y = torch.tensor(data.y)
+        device = resolve_device(self.device)
+        x = torch.tensor(data.x, device=device)  # copies: the pool's arrays may be read-only (torch warns on those)
+        y = torch.tensor(data.y, device=device)
         widths = (data.x.shape[1], *self.hidden, data.n_classes)
-        gens = torch_generators(rngs)
+        gens = torch_generators(rngs, device)
         out: list[ModelRelease | None] = [None] * len(gens)
         public = np.asarray(sizes)
         for size in np.unique(public):
@@ -81,9 +88,9 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
                 models,
                 x,
                 y,
-                self.training_config(int(size)),
+                dataclasses.replace(self.training_config(int(size)), device=str(device)),
                 generators=[gens[k] for k in group],
-                include=torch.from_numpy(masks[group]),
+                include=torch.from_numpy(masks[group]).to(device),
             )
             for k, net in zip(group, trained, strict=True):
                 linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]

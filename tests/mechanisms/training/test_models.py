@@ -365,6 +365,7 @@ PARAMETER_CHANGES: dict[str, list[dict[str, Any]]] = {
         {"momentum": 0.5},
         {"hidden": (9,)},
         {"activation": "elu"},
+        {"device": "auto"},
     ],
     "gradient-boosted-trees": [
         {"max_iter": 6},
