@@ -18,8 +18,10 @@ __all__ = [
     "check_counts",
     "check_delta",
     "check_int",
+    "check_member_matrix",
     "check_membership",
     "check_real",
+    "check_score_matrix",
     "check_scores",
 ]
 
@@ -162,3 +164,42 @@ def _interval_text(low: float | None, high: float | None, low_open: bool, high_o
     if low is None:
         return f"{'<' if high_open else '<='} {_bound(high)}"
     return f"in {'(' if low_open else '['}{_bound(low)}, {_bound(high)}{')' if high_open else ']'}"
+
+
+def check_score_matrix(
+    scores: ArrayLike, member: ArrayLike, *, min_models: int = 2
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The (M, N) score matrix of M models on N samples and its membership matrix, as float64 and bool, with
+    M >= ``min_models`` and N >= 1 (LiRA's and the calibration's input)."""
+    s = np.asarray(scores)
+    m = np.asarray(member)
+    if s.ndim != 2:
+        raise ValueError(f"scores must be a 2-d array of shape (n_models, n_samples), got shape {s.shape}.")
+    if m.shape != s.shape:
+        raise ValueError(f"member must have the shape of scores {s.shape}, got shape {m.shape}.")
+    if not (np.issubdtype(s.dtype, np.integer) or np.issubdtype(s.dtype, np.floating)):
+        raise TypeError(f"scores must hold real numbers, got dtype {s.dtype}.")
+    if s.shape[0] < min_models:
+        raise ValueError(f"scores must have at least {min_models} models (rows), got {s.shape[0]}.")
+    if s.shape[1] < 1:
+        raise ValueError(f"scores must have at least 1 sample (column), got {s.shape[1]}.")
+    out = np.asarray(s, dtype=np.float64)
+    finite = np.isfinite(out)
+    if not finite.all():
+        j, x = (int(i) for i in np.argwhere(~finite)[0])
+        raise ValueError(f"scores must be finite, got {float(out[j, x])!r} at (model {j}, sample {x}).")
+    return out, check_member_matrix(m)
+
+
+def check_member_matrix(m: NDArray[Any]) -> NDArray[np.bool_]:
+    """A membership array as bool (booleans, or integers 0/1)."""
+    if m.dtype == np.bool_:
+        return m
+    if not np.issubdtype(m.dtype, np.integer):
+        raise TypeError(f"member must be a boolean array (or integers 0/1), got dtype {m.dtype}.")
+    bad = (m != 0) & (m != 1)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = f"(model {index[0]}, sample {index[1]})" if m.ndim == 2 else f"index {index}"
+        raise ValueError(f"member must hold only 0/1 or booleans, got {m[index].item()!r} at {where}.")
+    return m.astype(bool)

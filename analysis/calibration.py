@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from analysis._checks import check_confidence, check_int, check_real
+from analysis._checks import check_confidence, check_int, check_member_matrix, check_real, check_score_matrix
 from analysis.record_risk import auc
 
 __all__ = [
@@ -86,41 +86,6 @@ _FALLBACK_CHUNK = 4096
 
 
 # ---------------------------------------------------------------------------------------------------- input checks
-
-
-def _check_pairs(scores: ArrayLike, member: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """The (M, N) score and membership matrices as float64 and bool, with M >= 2 and N >= 1."""
-    s = np.asarray(scores)
-    m = np.asarray(member)
-    if s.ndim != 2:
-        raise ValueError(f"scores must be a 2-d array of shape (n_models, n_samples), got shape {s.shape}.")
-    if m.shape != s.shape:
-        raise ValueError(f"member must have the shape of scores {s.shape}, got shape {m.shape}.")
-    if not (np.issubdtype(s.dtype, np.integer) or np.issubdtype(s.dtype, np.floating)):
-        raise TypeError(f"scores must hold real numbers, got dtype {s.dtype}.")
-    if s.shape[0] < 2:
-        raise ValueError(f"scores must have at least 2 models (rows), got {s.shape[0]}.")
-    if s.shape[1] < 1:
-        raise ValueError(f"scores must have at least 1 sample (column), got {s.shape[1]}.")
-    out = np.asarray(s, dtype=np.float64)
-    finite = np.isfinite(out)
-    if not finite.all():
-        j, x = (int(i) for i in np.argwhere(~finite)[0])
-        raise ValueError(f"scores must be finite, got {float(out[j, x])!r} at (model {j}, sample {x}).")
-    return out, _check_member_matrix(m)
-
-
-def _check_member_matrix(m: NDArray[Any]) -> NDArray[np.bool_]:
-    if m.dtype == np.bool_:
-        return m
-    if not np.issubdtype(m.dtype, np.integer):
-        raise TypeError(f"member must be a boolean array (or integers 0/1), got dtype {m.dtype}.")
-    bad = (m != 0) & (m != 1)
-    if bad.any():
-        index = tuple(int(i) for i in np.argwhere(bad)[0])
-        where = f"(model {index[0]}, sample {index[1]})" if m.ndim == 2 else f"index {index}"
-        raise ValueError(f"member must hold only 0/1 or booleans, got {m[index].item()!r} at {where}.")
-    return m.astype(bool)
 
 
 def _check_fpc(fpc: Any) -> float:
@@ -340,7 +305,7 @@ def loo_statistics(scores: ArrayLike, member: ArrayLike, *, fpc: float = 1.0) ->
     >>> stats.mu_out[:, 0].tolist(), stats.n_out[:, 0].tolist(), stats.valid[:, 1].tolist()
     ([2.5, 2.0, 1.5, 2.0], [2, 2, 2, 3], [True, False, True, False])
     """
-    s, m = _check_pairs(scores, member)
+    s, m = check_score_matrix(scores, member)
     correction = _check_fpc(fpc)
     mu_out, ss_out, n_out = _loo_mean_ss(s, ~m)
     if ss_out is None:  # for mypy: spread=True always computes it
@@ -815,7 +780,7 @@ def calibration_report(
     >>> [round(float(row[c]), 4) for c in ("tpr_naive", "fpr_naive", "tpr_pp", "fpr_pp", "fpr_per_sample")]
     [0.6667, 0.4, 0.6667, 0.3333, 0.4167]
     """
-    s, m = _check_pairs(scores, member)
+    s, m = check_score_matrix(scores, member)
     alphas = np.asarray(_check_fprs(fprs))
     correction = _check_fpc(fpc)
     rho = 1.0 - check_confidence(confidence)
@@ -1026,7 +991,7 @@ def out_normality(scores: ArrayLike, member: ArrayLike) -> NormalityReport:
     """
     from scipy import stats
 
-    s, m = _check_pairs(scores, member)
+    s, m = check_score_matrix(scores, member)
     out = ~m
     tested, p_values = [], []
     for x in range(s.shape[1]):
@@ -1060,7 +1025,7 @@ def _flat_pairs(scores: ArrayLike, member: ArrayLike) -> tuple[NDArray[np.float6
     flat = s.astype(np.float64).ravel()
     if not np.all(np.isfinite(flat)):
         raise ValueError(f"scores must be finite, got {float(flat[~np.isfinite(flat)][0])!r}.")
-    labels = _check_member_matrix(m).ravel()
+    labels = check_member_matrix(m).ravel()
     n_in = int(labels.sum())
     if n_in == 0 or n_in == labels.size:
         missing = "IN (member True)" if n_in == 0 else "OUT (member False)"

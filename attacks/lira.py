@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_int, check_real
+from analysis._checks import check_int, check_real, check_score_matrix
 from attacks._base import Attack
 from attacks.knowledge import Knowledge, require_knowledge
 
@@ -180,7 +180,7 @@ def fit_gaussians(
 
     ``fpc`` (in (0, 1]) divides the variances (the finite-population correction; 1: none).
     """
-    values, mask = _check_matrix(scores, member, "scores", "member")
+    values, mask = check_score_matrix(scores, member, min_models=1)
     fpc = check_real("fpc", fpc, low=0.0, high=1.0, low_open=True)
     mu_in, var_in, n_in = _side_stats(values, mask)
     mu_out, var_out, n_out = _side_stats(values, ~mask)
@@ -220,7 +220,7 @@ def leave_one_out_fits(
     GaussianFits
         Arrays of shape (M, N).
     """
-    values, mask = _check_matrix(scores, member, "scores", "member")
+    values, mask = check_score_matrix(scores, member, min_models=1)
     fpc = check_real("fpc", fpc, low=0.0, high=1.0, low_open=True)
     sides = {}
     for side, own in (("in", mask), ("out", ~mask)):
@@ -246,18 +246,6 @@ def leave_one_out_fits(
     return _finish(
         mu_in, var_in, n_in, mu_out, var_out, n_out, online=online, fix_variance=fix_variance, fpc=fpc, axis=1
     )
-
-
-def _check_matrix(scores: Any, member: Any, s_name: str, m_name: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    values = np.asarray(scores, dtype=np.float64)
-    mask = np.asarray(member)
-    if values.ndim != 2 or values.shape[0] < 1:
-        raise ValueError(f"{s_name} must be a 2-D array (models, targets), got shape {values.shape}.")
-    if mask.dtype != np.bool_ or mask.shape != values.shape:
-        raise ValueError(f"{m_name} must be a boolean array of shape {values.shape}, got {mask.dtype} {mask.shape}.")
-    if not np.isfinite(values).all():
-        raise ValueError(f"{s_name} must be finite, got NaN or infinite scores.")
-    return values, mask
 
 
 # --------------------------------------------------------------------------------------------- the attack

@@ -252,20 +252,25 @@ def test_targets_with_too_few_shadows_are_invalid_and_score_zero():
 
 
 def test_fit_inputs_are_checked():
+    """The fits share the calibration's checker (analysis._checks.check_score_matrix): one line naming the field."""
     scores, member = np.zeros((4, 3)), np.zeros((4, 3), dtype=bool)
     for fit in (fit_gaussians, leave_one_out_fits):
-        with pytest.raises(ValueError, match=r"scores must be a 2-D array \(models, targets\), got shape \(4,\)"):
+        with pytest.raises(
+            ValueError, match=r"scores must be a 2-d array of shape \(n_models, n_samples\), got shape \(4,\)"
+        ):
             fit(np.zeros(4), np.zeros(4, dtype=bool))
-        with pytest.raises(ValueError, match=r"scores must be a 2-D array .*got shape \(0, 3\)"):
+        with pytest.raises(ValueError, match=r"scores must have at least 1 models \(rows\), got 0"):
             fit(np.zeros((0, 3)), np.zeros((0, 3), dtype=bool))
-        with pytest.raises(ValueError, match=r"member must be a boolean array of shape \(4, 3\), got int64 \(4, 3\)"):
-            fit(scores, member.astype(np.int64))
-        with pytest.raises(ValueError, match=r"member must be a boolean array of shape \(4, 3\), got bool \(3, 4\)"):
+        with pytest.raises(ValueError, match=r"member must hold only 0/1 or booleans, got 2 at \(model 0, sample 0\)"):
+            fit(scores, np.full((4, 3), 2))
+        with pytest.raises(ValueError, match=r"member must have the shape of scores \(4, 3\), got shape \(3, 4\)"):
             fit(scores, member.T)
         bad = scores.copy()
         bad[1, 2] = np.nan
-        with pytest.raises(ValueError, match="scores must be finite, got NaN or infinite scores"):
+        with pytest.raises(ValueError, match=r"scores must be finite, got nan at \(model 1, sample 2\)"):
             fit(bad, member)
+        # integers 0/1 are a membership matrix too
+        np.testing.assert_array_equal(fit(scores, member.astype(np.int64)).n_in, fit(scores, member).n_in)
 
 
 # -- leave-one-out fits -----------------------------------------------------------------------------------------
