@@ -104,11 +104,12 @@ def main() -> None:
     )
 
     start = time.perf_counter()
-    confidence = np.stack([r.confidence(x, y) for r in releases])
+    logits = [r.logits(x) for r in releases]
+    confidence = np.stack([r.confidence_from_logits(z, y) for r, z in zip(releases, logits, strict=True)])
     scores, fits = LiRA().leave_one_out(confidence, masks, fpc=0.5)
     scoring_seconds = time.perf_counter() - start
     assert np.isfinite(scores).all() and bool(np.all(fits.valid))
-    correct = np.stack([r.logits(x).argmax(axis=1) == y for r in releases])
+    correct = np.stack([z.argmax(axis=1) == y for z in logits])
     train_acc, test_acc = float(correct[masks].mean()), float(correct[~masks].mean())
     print(
         f"scoring: confidences and leave-one-out LiRA scores of {args.models} x {args.pool} pairs in "

@@ -34,7 +34,7 @@ from analysis.cache import ArtefactCache
 from attacks._base import Attack
 from mechanisms._base import Mechanism
 
-__all__ = ["AnalysisSettings", "Game", "TrialContext", "TrialOutcome", "role_seeds"]
+__all__ = ["AnalysisSettings", "Game", "TrialContext", "TrialOutcome", "role_seeds", "root_entropy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,14 @@ class TrialContext:
         """Report ``k`` finished mechanism runs."""
         if self.progress is not None:
             self.progress(k)
+
+
+def root_entropy(seed: np.random.SeedSequence, game: str) -> int:
+    """The experiment's root entropy of a trial seed, for games that derive streams from it rather than from the
+    trial's position (the record games, LiRA: the same record or model gets the same streams in every grid point)."""
+    if not isinstance(seed.entropy, int):
+        raise ValueError(f"{game} needs a SeedSequence of one integer seed, got entropy {seed.entropy!r}.")
+    return seed.entropy
 
 
 def role_seeds(seed: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:

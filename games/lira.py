@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis._checks import check_int, check_real
 from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, root_entropy
 from mechanisms._base import Mechanism
 from mechanisms.cached import cached_release_many
 
@@ -35,12 +35,6 @@ __all__ = ["LiRAGame", "lira_masks"]
 DATA = ("adult", "compas")
 _TAG_POOL, _TAG_MASK, _TAG_MODEL, _TAG_ANALYSIS = (0x9001, 0x3A5C, 0x30DE, 0xA7A1)
 MAX_MODELS = 4096
-
-
-def _entropy(seed: np.random.SeedSequence) -> int:
-    if not isinstance(seed.entropy, int):
-        raise ValueError(f"the LiRA game needs a SeedSequence of one integer seed, got entropy {seed.entropy!r}.")
-    return seed.entropy
 
 
 def lira_masks(n_models: int, pool_size: int, entropy: int, repetition: int) -> np.ndarray:
@@ -166,7 +160,7 @@ class LiRAGame(Game):
 
         if not isinstance(attack, LiRA):
             raise TypeError(f"game 'lira' plays the LiRA attack, got {type(attack).__name__}.")
-        entropy = _entropy(seed)
+        entropy = root_entropy(seed, "the LiRA game")
         repetition = int(seed.spawn_key[-1]) if seed.spawn_key else 0
         population = model_arrays(self.data)
         pool_rng = np.random.default_rng(np.random.SeedSequence([entropy, _TAG_POOL, self.pool_size, repetition]))
@@ -192,8 +186,9 @@ class LiRAGame(Game):
                 progress=progress,
             )
             for k, release in zip(part, releases, strict=True):
-                confidence[k] = release.confidence(x, y)
-                correct = release.logits(x).argmax(axis=1) == y
+                logits = release.logits(x)  # one forward pass for the confidence and the accuracy
+                confidence[k] = release.confidence_from_logits(logits, y)
+                correct = logits.argmax(axis=1) == y
                 accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
         fpc = 1.0 - train / self.pool_size
         scores, fits = attack.leave_one_out(confidence, masks, fpc=fpc)
@@ -221,7 +216,7 @@ class LiRAGame(Game):
         scores = outcome.scores.reshape(m, n)
         member = outcome.membership.reshape(m, n)
         repetition = int(seed.spawn_key[-1]) if seed.spawn_key else 0
-        stream = np.random.SeedSequence([_entropy(seed), _TAG_ANALYSIS, repetition])
+        stream = np.random.SeedSequence([root_entropy(seed, "the LiRA game"), _TAG_ANALYSIS, repetition])
         fpc = float(outcome.arrays["fpc"][0])
 
         def report(values: np.ndarray) -> Any:  # the same resampled records in both (one stream, drawn anew)

@@ -54,7 +54,7 @@ from analysis.thresholds import Split
 from analysis.vulnerability import achilles_scores, select_targets
 from attacks._base import Attack
 from attacks.knowledge import BlackBox, Knowledge
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, root_entropy
 from mechanisms._base import Mechanism
 from mechanisms.cached import cached_release_many
 
@@ -212,9 +212,7 @@ def record_setup(game: _RecordGameBase, seed: int | np.random.SeedSequence) -> R
 
 
 def _entropy(seed: np.random.SeedSequence) -> int:
-    if not isinstance(seed.entropy, int):
-        raise ValueError(f"a record game needs a SeedSequence of one integer seed, got entropy {seed.entropy!r}.")
-    return seed.entropy
+    return root_entropy(seed, "a record game")
 
 
 def _stream(entropy: int, tag: int, *extra: int) -> np.random.SeedSequence:

@@ -10,7 +10,7 @@ rebuilds the release from them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-__all__ = ["ACTIVATIONS", "ModelRelease", "NetworkRelease", "TreeEnsembleRelease", "decode_release", "stack_releases"]
+__all__ = ["ACTIVATIONS", "ModelRelease", "NetworkRelease", "TreeEnsembleRelease", "decode_release"]
 
 ACTIVATIONS = ("relu", "tanh", "elu", "gelu")
 
@@ -69,7 +69,10 @@ class ModelRelease(ABC):
         .. [1] N. Carlini, S. Chien, M. Nasr, S. Song, A. Terzis, F. Tramèr. Membership Inference Attacks From
            First Principles. IEEE S&P 2022, arXiv:2112.03570, §4.
         """
-        z = self.logits(x)
+        return self.confidence_from_logits(self.logits(x), y)
+
+    def confidence_from_logits(self, z: NDArray[np.float64], y: Any) -> NDArray[np.float64]:
+        """:meth:`confidence` from logits ``z`` already computed (one forward pass serves several scores)."""
         labels = self._labels(y, z.shape[0])
         rows = np.arange(z.shape[0])
         own = z[rows, labels]
@@ -271,8 +274,3 @@ def decode_release(arrays: Mapping[str, NDArray[Any]]) -> ModelRelease:
         raise ValueError(f"arrays must hold a model release of kind {', '.join(_KINDS)}, got {kind!r}.")
     release: ModelRelease = _KINDS[kind].from_arrays(arrays)
     return release
-
-
-def stack_releases(releases: Sequence[ModelRelease], x: Any, y: Any) -> NDArray[np.float64]:
-    """The (K, n) logit-scaled confidences of K releases on the records ``(x, y)``."""
-    return np.stack([r.confidence(x, y) for r in releases])

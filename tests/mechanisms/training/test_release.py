@@ -20,7 +20,6 @@ from mechanisms.training.release import (
     NetworkRelease,
     TreeEnsembleRelease,
     decode_release,
-    stack_releases,
 )
 
 mpmath.mp.dps = 50  # the oracle: 50 significant digits, far beyond float64's 16
@@ -172,14 +171,16 @@ def test_bad_features_are_refused():
         _stumps().raw(np.zeros((2, 3)))
 
 
-def test_stack_releases_stacks_confidences():
+def test_confidence_from_logits_is_the_confidence():
     nets = [_network(s) for s in range(3)]
     x = np.random.default_rng(5).normal(size=(7, 4))
     y = np.arange(7) % 3
-    got = stack_releases(nets, x, y)
-    assert got.shape == (3, 7)
-    for k, net in enumerate(nets):
-        np.testing.assert_array_equal(got[k], net.confidence(x, y))
+    for net in nets:
+        got = net.confidence_from_logits(net.logits(x), y)
+        assert got.shape == (7,)
+        np.testing.assert_array_equal(got, net.confidence(x, y))
+    with pytest.raises(ValueError, match=r"y must be an integer array of shape \(7,\)"):
+        nets[0].confidence_from_logits(nets[0].logits(x), y[:3])
 
 
 # -- networks ---------------------------------------------------------------------------------------------------
