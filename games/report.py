@@ -232,9 +232,11 @@ def _roc_panels(root: str, store: ResultsStore) -> dict[str, dict[str, Any]] | N
 
 def brief_summary(root: str, summary: pd.DataFrame, swept: Sequence[str]) -> tuple[pd.DataFrame, int]:
     """The summary as a plain table shows it: the swept columns and the game's brief columns
-    (``Game.brief_columns``), with how many columns were left out (``--format csv`` has them all)."""
-    stored = _load(root, (), False)
-    brief = stored.games[0].brief_columns() if stored.games else None
+    (``Game.brief_columns``), with how many columns were left out (``--format csv`` has them all).  Reads only the
+    manifest (``summary`` came from :func:`summarise_results`, which read the rows)."""
+    config = _table(ResultsStore(root).manifest().get("config"))
+    _, games = stored_games(config, tuple(swept))
+    brief = games[0].brief_columns() if games else None
     if brief is None:
         return summary, 0
     keep = [c for c in summary.columns if c in swept or c.startswith("mechanism.") or c == "epsilon_analytic"]
