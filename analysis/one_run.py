@@ -33,13 +33,10 @@ from analysis._checks import (
     check_real,
     check_scores,
 )
+from analysis._counting import choose_and_count, guess_counts
 from analysis._result import AuditResult, prepare_one_run, result_from_choice
 from analysis.thresholds import (
-    BoundsFn,
-    ThresholdChoice,
     ThresholdStrategy,
-    quantile_thresholds,
-    symmetric_quantile_pairs,
     warn_delta_term,
 )
 
@@ -417,55 +414,6 @@ def audit_top_k(
     return OneRunAudit(epsilon=eps, m=m, r=r, v=v, k_pos=int(k_pos), k_neg=int(k_neg), delta=d, confidence=conf)
 
 
-def _counts_one_sided(
-    in_sorted: NDArray[np.float64], out_sorted: NDArray[np.float64], thresholds: ArrayLike
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """(r, v) for "member" guesses at scores >= t, for each t (inputs sorted ascending)."""
-    t = np.asarray(thresholds, dtype=np.float64)
-    tp = in_sorted.size - np.searchsorted(in_sorted, t, side="left")
-    fp = out_sorted.size - np.searchsorted(out_sorted, t, side="left")
-    return tp + fp, tp
-
-
-def _guess_counts(two_sided: bool) -> Callable[..., tuple[NDArray[np.int64], NDArray[np.int64]]]:
-    """The (r, v) counter of one-sided thresholds or of two-sided ``(t_low, t_high)`` pairs."""
-    return _counts_two_sided if two_sided else _counts_one_sided
-
-
-def _choose_and_count(
-    strategy: ThresholdStrategy,
-    in_scores: NDArray[np.float64],
-    out_scores: NDArray[np.float64],
-    *,
-    confidence: float,
-    two_sided: bool,
-    bounds: BoundsFn,
-) -> tuple[ThresholdChoice, int, int]:
-    """A one-run audit's threshold choice (quantile thresholds, or symmetric pairs when two-sided) and the (r, v)
-    of the guesses at the chosen threshold on the part it is bounded on; shared by this module and :mod:`analysis.fdp`.
-    """
-    choice = strategy.choose(
-        in_scores,
-        out_scores,
-        beta=1.0 - confidence,
-        candidates=symmetric_quantile_pairs if two_sided else quantile_thresholds,
-        bounds=bounds,
-    )
-    r, v = _guess_counts(two_sided)(np.sort(choice.in_scores), np.sort(choice.out_scores), [choice.threshold])
-    return choice, int(r[0]), int(v[0])
-
-
-def _counts_two_sided(
-    in_sorted: NDArray[np.float64], out_sorted: NDArray[np.float64], pairs: Sequence[Any]
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """(r, v) for "member" at scores >= t_high and "non-member" at scores <= t_low, for each (t_low, t_high)."""
-    arr = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
-    r_hi, v_hi = _counts_one_sided(in_sorted, out_sorted, arr[:, 1])
-    in_lo = np.searchsorted(in_sorted, arr[:, 0], side="right")
-    out_lo = np.searchsorted(out_sorted, arr[:, 0], side="right")
-    return r_hi + in_lo + out_lo, v_hi + out_lo
-
-
 def best_of_bounds(m: int, r: ArrayLike, v: ArrayLike, *, delta: float, beta: float) -> NDArray[np.float64]:
     """Lower bounds for many (r, v) tests at significance ``beta`` each, computing only those that can be the best.
 
@@ -531,7 +479,7 @@ def audit_scores(
     """
     ins, outs, conf, d, strategy = prepare_one_run(in_scores, out_scores, confidence, delta, threshold, two_sided)
     m = ins.size + outs.size
-    counts = _guess_counts(two_sided)
+    counts = guess_counts(two_sided)
 
     def bounds(
         a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
@@ -539,7 +487,7 @@ def audit_scores(
         r, v = counts(np.sort(a), np.sort(b), cands)
         return best_of_bounds(a.size + b.size, r, v, delta=d, beta=beta)
 
-    choice, r, v = _choose_and_count(strategy, ins, outs, confidence=conf, two_sided=two_sided, bounds=bounds)
+    choice, r, v = choose_and_count(strategy, ins, outs, confidence=conf, two_sided=two_sided, bounds=bounds)
     message = warn_delta_term(m, d, choice.beta_per_test)
     if message:
         warnings.warn(message, UserWarning, stacklevel=2)

@@ -31,6 +31,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from analysis import fdp, multi_run, one_run
+from analysis._counting import counts_one_sided
 from analysis.accounting import NeighbouringRelation, PrivacyClaim, gaussian_epsilon
 from analysis.thresholds import Bonferroni, Explicit, Split, ThresholdStrategy, quantile_thresholds
 from attacks import Identity
@@ -176,7 +177,7 @@ def _point_estimate(a: Scores, b: Scores, confidence: float, delta: float, strat
 def _best_uncorrected(a: Scores, b: Scores, confidence: float, delta: float, strategy: ThresholdStrategy) -> float:
     """INVALID on purpose: the best of 100 quantile thresholds, each tested at the full β."""
     cands = quantile_thresholds(np.concatenate([a, b]), np.arange(1, 101) / 101)
-    r, v = one_run._counts_one_sided(np.sort(a), np.sort(b), cands)
+    r, v = counts_one_sided(np.sort(a), np.sort(b), cands)
     return float(np.max(one_run.best_of_bounds(a.size + b.size, r, v, delta=delta, beta=1 - confidence)))
 
 

@@ -25,21 +25,9 @@ import pytest
 from scipy import optimize, special, stats
 
 from analysis import fdp, one_run
-from analysis.fdp import (
-    FAMILIES,
-    CurveFamily,
-    FdpAudit,
-    GaussianCurve,
-    PLDCurve,
-    PureDPCurve,
-    TradeOffCurve,
-    dpsgd_family,
-    epsilon_lower_bound,
-    gaussian_family,
-    gdp_epsilon,
-    pure_family,
-    reject,
-)
+from analysis.families import FAMILIES, CurveFamily, dpsgd_family, gaussian_family, pure_family
+from analysis.fdp import FdpAudit, epsilon_lower_bound, reject
+from analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, TradeOffCurve, gdp_epsilon
 
 # --------------------------------------------------------------------------------------------------------------
 # Slow reference: Algorithm 3 as stated in SPEC §1 (and PrivacyGuard's ``rh_with_cap``, plus jax_privacy's cap at 1)
