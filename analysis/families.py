@@ -23,7 +23,18 @@ from typing import Any
 from analysis._checks import check_delta, check_int, check_real
 from analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, TradeOffCurve, dpsgd_pld, gdp_epsilon
 
-__all__ = ["FAMILIES", "CurveFamily", "dpsgd_family", "gaussian_family", "pure_family", "resolve_family"]
+__all__ = [
+    "FAMILIES",
+    "FAMILY_NAMES",
+    "CurveFamily",
+    "dpsgd_family",
+    "family_for_claim",
+    "gaussian_family",
+    "matched_family_name",
+    "pure_family",
+    "resolve_family",
+    "unmatched_reason",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,3 +197,94 @@ def resolve_family(family: Any, delta: float) -> CurveFamily:
         return FAMILIES[family](delta)
     names = ", ".join(repr(n) for n in sorted(FAMILIES))
     raise ValueError(f"family must be one of {names} or a CurveFamily, got {family!r}.")
+
+
+# The families a config names (``fdp_<name>``), and the one each kind of claim is matched to.
+FAMILY_NAMES = ("pure", "gaussian", "pld")
+
+
+def _pure_event(event: Any) -> bool:
+    """Whether a ``dp_accounting`` event is pure ε-DP: randomized response, a no-op, or compositions of them."""
+    import dp_accounting
+
+    if isinstance(event, dp_accounting.RandomizedResponseDpEvent | dp_accounting.NoOpDpEvent):
+        return True
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return all(_pure_event(e) for e in event.events)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return _pure_event(event.event)
+    return False
+
+
+def _subsampled_gaussian(event: Any) -> tuple[float, float, int] | None:
+    """``(σ, q, T)`` when the event is T self-composed steps of a Poisson-subsampled Gaussian (DP-SGD), else None."""
+    import dp_accounting
+
+    steps = 1
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        event, steps = event.event, int(event.count)
+    if isinstance(event, dp_accounting.PoissonSampledDpEvent) and isinstance(
+        event.event, dp_accounting.GaussianDpEvent
+    ):
+        return float(event.event.noise_multiplier), float(event.sampling_probability), steps
+    return None
+
+
+def matched_family_name(claim: Any) -> str | None:
+    """The name of the family that contains a mechanism's own trade-off curve, from its ``PrivacyClaim``.
+
+    ``"pure"`` for pure ε-DP events (randomized response, PrivBayes's composition of pure steps: the pure curve at
+    ε(0) is their trade-off curve or below it), ``"gaussian"`` for the Gaussian mechanism (μ-GDP with μ = 1/σ),
+    ``"pld"`` for DP-SGD (the PLD of its own q and T, indexed by the noise multiplier); None for anything else
+    (no claim, or an event with no known family).
+    """
+    import dp_accounting
+
+    if claim is None:
+        return None
+    event = claim.event
+    if _pure_event(event):
+        return "pure"
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return "gaussian"
+    if _subsampled_gaussian(event) is not None:
+        return "pld"
+    return None
+
+
+def family_for_claim(name: str, claim: Any, delta: float) -> CurveFamily:
+    """The family ``name`` (one of :data:`FAMILY_NAMES`) at ``delta``, built for the mechanism of ``claim``.
+
+    ``"pld"`` needs a DP-SGD claim (its q and T define the family); the others need only δ (``"gaussian"``: δ > 0).
+
+    Raises
+    ------
+    ValueError
+        If the name is unknown, or ``"pld"`` is asked of a mechanism that is not DP-SGD.
+    """
+    if name not in FAMILY_NAMES:
+        raise ValueError(f"family must be one of {', '.join(FAMILY_NAMES)}, got {name!r}.")
+    if name != "pld":
+        return FAMILIES[name](delta)
+    found = _subsampled_gaussian(claim.event) if claim is not None else None
+    if found is None:
+        raise ValueError(
+            "the pld family is DP-SGD's own (its sampling rate and steps); this mechanism's claim is not DP-SGD."
+        )
+    _, q, steps = found
+    return dpsgd_family(q, steps, delta=delta)
+
+
+def unmatched_reason(name: str, claim: Any) -> str | None:
+    """Why the family ``name`` may give a bound above the mechanism's ε, or None when it is sound for it.
+
+    The pure family at δ is sound for every mechanism with a claim (an (ε, δ)-DP mechanism's curve lies above the
+    (ε, δ) curve); any other family is sound only for the mechanism it is matched to (:func:`matched_family_name`).
+    """
+    if claim is None:
+        return "the mechanism states no privacy claim, so no family is known to hold its trade-off curve"
+    matched = matched_family_name(claim)
+    if name == "pure" or name == matched:
+        return None
+    own = f"its own family is {matched!r}" if matched else "no family is known to hold its trade-off curve"
+    return f"the {name!r} family does not contain this mechanism's trade-off curve ({own})"

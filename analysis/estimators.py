@@ -1,0 +1,194 @@
+"""The estimators a config names in ``[analysis] estimators``, resolved against the mechanism before any trial.
+
+Each name is one ε lower bound computed from the same stored scores:
+
+========================  ===========================================================================  ==========
+name                      bound                                                                        game
+========================  ===========================================================================  ==========
+``steinke``               Steinke, Nasr, Jagielski (2023), Theorem 5.2 (:mod:`analysis.one_run`)       one run
+``fdp``                   the f-DP audit (:mod:`analysis.fdp`) with the mechanism's own family         one run
+``fdp_pure``              the f-DP audit with the pure (ε, δ) family (sound for every claim)           one run
+``fdp_gaussian``          the f-DP audit with the μ-GDP family (the Gaussian mechanism's)              one run
+``fdp_pld``               the f-DP audit with DP-SGD's PLD family for its own q and T                  one run
+``clopper_pearson``       Clopper–Pearson intervals on FPR and FNR (:mod:`analysis.multi_run`)         runs
+``gdp``                   the GDP-derived multi-run bound (Gaussian mechanisms)                        runs
+========================  ===========================================================================  ==========
+
+The mechanism-matched family (``fdp``) comes from the mechanism's ``PrivacyClaim``
+(:func:`analysis.families.matched_family_name`): pure for randomized response and PrivBayes, Gaussian for the
+Gaussian mechanism, PLD for DP-SGD.  A named family that does not contain the mechanism's trade-off curve can give
+a "bound" above its true ε (SPEC §1: 1.646 at true ε = 1), so it is refused unless ``allow_unmatched_family`` is
+set, and then its column says so (``fdp_gaussian_unmatched``).
+
+References
+----------
+.. [1] T. Steinke, M. Nasr, M. Jagielski. Privacy Auditing with One (1) Training Run. NeurIPS 2023,
+   arXiv:2305.08846.
+.. [2] S. Mahloujifar, L. Melis, K. Chaudhuri. Auditing f-Differential Privacy in One Run. ICML 2025,
+   arXiv:2410.22235.
+.. [3] M. Jagielski, J. Ullman, A. Oprea. Auditing Differentially Private Machine Learning. NeurIPS 2020,
+   arXiv:2006.07709.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analysis._result import AuditResult
+from analysis.families import FAMILY_NAMES, CurveFamily, family_for_claim, matched_family_name, unmatched_reason
+
+__all__ = [
+    "ESTIMATORS",
+    "MULTI_RUN",
+    "ONE_RUN",
+    "Estimator",
+    "bound_from_counts",
+    "bound_from_scores",
+    "resolve_estimators",
+]
+
+ONE_RUN = ("steinke", "fdp", *(f"fdp_{name}" for name in FAMILY_NAMES))
+MULTI_RUN = ("clopper_pearson", "gdp")
+ESTIMATORS = (*ONE_RUN, *MULTI_RUN)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimator:
+    """A named estimator resolved for one mechanism and δ.
+
+    Attributes
+    ----------
+    name : str
+        As the config names it (``"fdp"``).
+    label : str
+        The prefix of its report columns (``"fdp_pld"``; ``"..._unmatched"`` when allowed without a match).
+    family : CurveFamily or None
+        The f-DP audit's family; None for the other estimators.
+    """
+
+    name: str
+    label: str
+    family: CurveFamily | None = None
+
+
+def resolve_estimators(
+    names: Sequence[str], claim: Any, *, delta: float, has_runs: bool, allow_unmatched_family: bool = False
+) -> list[Estimator]:
+    """The estimators ``names`` for a mechanism's ``claim`` at ``delta``, or one line saying why one is not valid.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Names from :data:`ESTIMATORS`, at least one, no repeats.
+    claim : PrivacyClaim or None
+        The mechanism's claim (None: it states none).
+    delta : float
+        The δ of every bound.
+    has_runs : bool
+        Whether the game repeats the mechanism (multi-run) rather than running it once on m canaries.
+    allow_unmatched_family : bool, default=False
+        Run a named f-DP family that does not contain the mechanism's curve (labelled ``_unmatched``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown or repeated name, an empty list, an estimator the game cannot feed (one-run estimators need
+        a one-run game, ``clopper_pearson`` and ``gdp`` need runs), a Gaussian or GDP bound at δ = 0, a ``pld``
+        family for a mechanism that is not DP-SGD, no matched family for ``fdp``, or an unmatched family without
+        ``allow_unmatched_family``.
+    """
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise ValueError(f"estimators must be a list of names from {', '.join(ESTIMATORS)}, got {names!r}.")
+    if not names:
+        raise ValueError(f"estimators must name at least one of {', '.join(ESTIMATORS)}, got an empty list.")
+    out: list[Estimator] = []
+    for name in names:
+        if name not in ESTIMATORS:
+            raise ValueError(f"estimators: unknown estimator {name!r}; valid: {', '.join(ESTIMATORS)}.")
+        if any(e.name == name for e in out):
+            raise ValueError(f"estimators: {name!r} is named twice.")
+        if has_runs and name in ONE_RUN:
+            raise ValueError(
+                f"estimators: {name!r} bounds one run on m canaries; this game repeats the mechanism "
+                f"(use {' or '.join(MULTI_RUN)})."
+            )
+        if not has_runs and name in MULTI_RUN:
+            raise ValueError(
+                f"estimators: {name!r} needs repeated runs of the mechanism (the multi-run game); this game runs it "
+                f"once (use {', '.join(ONE_RUN)})."
+            )
+        resolved = _resolve(name, claim, delta, allow_unmatched_family)
+        twin = next((e for e in out if e.label == resolved.label), None)
+        if twin is not None:
+            raise ValueError(
+                f"estimators: {twin.name!r} and {name!r} are the same bound here ({resolved.label}); name it once."
+            )
+        out.append(resolved)
+    return out
+
+
+def bound_from_counts(estimator: Estimator, m: int, r: int, v: int, *, confidence: float, delta: float) -> float:
+    """A one-run estimator's ε lower bound from v correct guesses of r, with m canaries (a rule fixed in advance,
+    such as top-k or the released bits)."""
+    from analysis import fdp, one_run
+
+    if estimator.name in MULTI_RUN:
+        raise ValueError(f"{estimator.name!r} bounds repeated runs, not one run's guess counts.")
+    if estimator.family is None:
+        return one_run.epsilon_lower_bound(m, r, v, delta=delta, confidence=confidence)
+    return fdp.epsilon_lower_bound(m, r, v, family=estimator.family, delta=delta, confidence=confidence).epsilon
+
+
+def bound_from_scores(
+    estimator: Estimator,
+    in_scores: Any,
+    out_scores: Any,
+    *,
+    confidence: float,
+    delta: float,
+    threshold: Any = None,
+    two_sided: bool = False,
+) -> AuditResult:
+    """An estimator's bound from member and non-member scores, the threshold chosen by ``threshold``
+    (:mod:`analysis.thresholds`; Bonferroni over 100 label-free candidates by default)."""
+    from analysis import fdp, multi_run, one_run
+
+    common = {"confidence": confidence, "delta": delta, "threshold": threshold}
+    if estimator.name == "clopper_pearson":
+        return multi_run.audit_scores(in_scores, out_scores, **common)
+    if estimator.name == "gdp":
+        return multi_run.gdp_audit_scores(in_scores, out_scores, **common)
+    if estimator.family is None:
+        return one_run.audit_scores(in_scores, out_scores, two_sided=two_sided, **common)
+    return fdp.audit_scores(in_scores, out_scores, family=estimator.family, two_sided=two_sided, **common)
+
+
+def _resolve(name: str, claim: Any, delta: float, allow: bool) -> Estimator:
+    if name in ("steinke", "clopper_pearson"):
+        return Estimator(name, name)
+    family = "gaussian" if name == "gdp" else (matched_family_name(claim) if name == "fdp" else name[4:])
+    if family is None:
+        raise ValueError(
+            "estimators: 'fdp' uses the mechanism's own family, and none is known for this mechanism (its claim is "
+            f"not pure, Gaussian or DP-SGD); name one of {', '.join('fdp_' + f for f in FAMILY_NAMES)}."
+        )
+    if family == "gaussian" and delta <= 0.0:
+        raise ValueError(f"estimators: {name!r} needs delta > 0 (μ-GDP gives no finite ε at δ = 0), got {delta}.")
+    label = name if name != "fdp" else f"fdp_{family}"
+    reason = unmatched_reason(family, claim) if name != "fdp" else None
+    if reason is not None:
+        if not allow:
+            raise ValueError(
+                f"estimators: {name!r} may bound above the true ε: {reason}; set allow_unmatched_family = true to "
+                "run it anyway (its columns are labelled _unmatched)."
+            )
+        label = f"{label}_unmatched"
+    if name == "gdp":
+        return Estimator(name, label)
+    try:
+        fam = family_for_claim(family, claim, delta)
+    except ValueError as exc:
+        raise ValueError(f"estimators: {name!r}: {exc}") from None
+    return Estimator(name, label, fam)

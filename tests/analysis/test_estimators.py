@@ -1,0 +1,124 @@
+"""The estimators a config names, resolved against the mechanism's claim (analysis.estimators, analysis.families).
+
+The mechanism-matched family is pure for randomized response and PrivBayes, Gaussian for the Gaussian mechanism and
+DP-SGD's own PLD for DP-SGD; a named family that does not contain the mechanism's curve is refused (it can bound
+above the true ε: SPEC §1's 1.646 at ε = 1, reproduced here) unless allowed, and then labelled; every other invalid
+request is one line naming what is valid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analysis import fdp, multi_run, one_run
+from analysis.accounting import (
+    dpsgd_claim,
+    gaussian_claim,
+    pure_composition_claim,
+    randomized_response_claim,
+)
+from analysis.estimators import ESTIMATORS, bound_from_counts, bound_from_scores, resolve_estimators
+from analysis.families import family_for_claim, matched_family_name, unmatched_reason
+from analysis.thresholds import Explicit
+
+RR = randomized_response_claim(1.0)
+GAUSSIAN = gaussian_claim(1.0)
+DPSGD = dpsgd_claim(1.1, 0.01, 200)
+PRIVBAYES = pure_composition_claim([0.3, 0.7])
+
+
+@pytest.mark.parametrize(
+    ("claim", "family"), [(RR, "pure"), (PRIVBAYES, "pure"), (GAUSSIAN, "gaussian"), (DPSGD, "pld"), (None, None)]
+)
+def test_the_matched_family_is_the_mechanisms_own(claim, family):
+    assert matched_family_name(claim) == family
+    if family is not None:
+        assert unmatched_reason(family, claim) is None
+
+
+def test_the_pld_family_is_built_from_the_claims_own_sampling_rate_and_steps():
+    fam = family_for_claim("pld", DPSGD, 1e-5)
+    assert fam.name == "dpsgd(q=0.01, T=200)" and fam.delta == 1e-5
+    # its member at the claim's own noise multiplier has the claim's ε
+    assert fam.to_epsilon(1 / 1.1) == pytest.approx(DPSGD.epsilon(1e-5), rel=2e-2)
+    with pytest.raises(ValueError, match="pld family is DP-SGD's own"):
+        family_for_claim("pld", RR, 1e-5)
+
+
+def test_resolution_labels_the_matched_family_after_it():
+    labels = [e.label for e in resolve_estimators(["steinke", "fdp"], DPSGD, delta=1e-5, has_runs=False)]
+    assert labels == ["steinke", "fdp_pld"]
+    assert [e.label for e in resolve_estimators(["fdp"], GAUSSIAN, delta=1e-5, has_runs=False)] == ["fdp_gaussian"]
+    assert [e.label for e in resolve_estimators(["fdp"], RR, delta=0.0, has_runs=False)] == ["fdp_pure"]
+    # the pure family is sound for any claim, so naming it is never refused
+    assert [e.label for e in resolve_estimators(["fdp_pure"], DPSGD, delta=1e-5, has_runs=False)] == ["fdp_pure"]
+    runs = resolve_estimators(["clopper_pearson", "gdp"], GAUSSIAN, delta=1e-5, has_runs=True)
+    assert [e.label for e in runs] == ["clopper_pearson", "gdp"]
+
+
+def test_a_mismatched_family_is_refused_unless_allowed_and_then_labelled_and_overshoots():
+    with pytest.raises(ValueError, match="allow_unmatched_family = true") as info:
+        resolve_estimators(["fdp_gaussian"], RR, delta=1e-5, has_runs=False)
+    assert "its own family is 'pure'" in str(info.value) and "\n" not in str(info.value)
+    (unmatched,) = resolve_estimators(["fdp_gaussian"], RR, delta=1e-5, has_runs=False, allow_unmatched_family=True)
+    (matched,) = resolve_estimators(["fdp"], RR, delta=1e-5, has_runs=False)
+    assert unmatched.label == "fdp_gaussian_unmatched"
+    # SPEC §1: randomized response at ε = 1, m = r = 10⁴ and the expected 7311 correct guesses
+    wrong = bound_from_counts(unmatched, 10_000, 10_000, 7311, confidence=0.95, delta=1e-5)
+    right = bound_from_counts(matched, 10_000, 10_000, 7311, confidence=0.95, delta=1e-5)
+    assert round(wrong, 3) == 1.646 and right < 1.0 < wrong
+    with pytest.raises(ValueError, match="'gdp' may bound above"):
+        resolve_estimators(["gdp"], RR, delta=1e-5, has_runs=True)
+    with pytest.raises(ValueError, match="'fdp_gaussian' may bound above"):
+        resolve_estimators(["fdp_gaussian"], DPSGD, delta=1e-5, has_runs=False)  # the CLT approximation of DP-SGD
+
+
+@pytest.mark.parametrize(
+    ("names", "claim", "delta", "has_runs", "message"),
+    [
+        (["stienke"], RR, 0.0, False, "unknown estimator 'stienke'; valid: " + ", ".join(ESTIMATORS)),
+        ([], RR, 0.0, False, "at least one of"),
+        ("steinke", RR, 0.0, False, "must be a list of names"),
+        (["steinke", "steinke"], RR, 0.0, False, "named twice"),
+        (["fdp", "fdp_pure"], RR, 0.0, False, "are the same bound here \\(fdp_pure\\)"),
+        (["clopper_pearson"], RR, 0.0, False, "needs repeated runs"),
+        (["steinke"], RR, 0.0, True, "bounds one run on m canaries"),
+        (["fdp"], GAUSSIAN, 0.0, False, "needs delta > 0"),
+        (["gdp"], GAUSSIAN, 0.0, True, "needs delta > 0"),
+        (["fdp"], None, 1e-5, False, "none is known for this mechanism"),
+        (["fdp_pld"], GAUSSIAN, 1e-5, False, "'fdp_pld' may bound above"),
+    ],
+)
+def test_invalid_requests_are_one_line_each(names, claim, delta, has_runs, message):
+    with pytest.raises(ValueError, match=message) as info:
+        resolve_estimators(names, claim, delta=delta, has_runs=has_runs)
+    assert "\n" not in str(info.value)
+
+
+def test_pld_named_for_a_non_dpsgd_mechanism_is_refused_even_when_unmatched_families_are_allowed():
+    with pytest.raises(ValueError, match="pld family is DP-SGD's own"):
+        resolve_estimators(["fdp_pld"], GAUSSIAN, delta=1e-5, has_runs=False, allow_unmatched_family=True)
+
+
+def test_bounds_are_the_underlying_estimators():
+    (steinke, matched) = resolve_estimators(["steinke", "fdp"], RR, delta=0.0, has_runs=False)
+    assert bound_from_counts(steinke, 1000, 200, 150, confidence=0.9, delta=0.0) == one_run.epsilon_lower_bound(
+        1000, 200, 150, delta=0.0, confidence=0.9
+    )
+    want = fdp.epsilon_lower_bound(1000, 200, 150, family="pure", confidence=0.9).epsilon
+    assert bound_from_counts(matched, 1000, 200, 150, confidence=0.9, delta=0.0) == want
+    rng = np.random.default_rng(0)
+    ins, outs = rng.normal(1.0, 1.0, 400), rng.normal(0.0, 1.0, 400)
+    t = Explicit(1.0)
+    got = bound_from_scores(steinke, ins, outs, confidence=0.9, delta=0.0, threshold=t)
+    assert got.epsilon == one_run.audit_scores(ins, outs, confidence=0.9, threshold=t).epsilon
+    (cp, gdp) = resolve_estimators(["clopper_pearson", "gdp"], GAUSSIAN, delta=1e-5, has_runs=True)
+    got = bound_from_scores(cp, ins, outs, confidence=0.9, delta=1e-5, threshold=t)
+    assert got.epsilon == multi_run.audit_scores(ins, outs, confidence=0.9, delta=1e-5, threshold=t).epsilon
+    got = bound_from_scores(gdp, ins, outs, confidence=0.9, delta=1e-5, threshold=t)
+    assert math.isfinite(got.epsilon) and got.epsilon > 0.0
+    with pytest.raises(ValueError, match="bounds repeated runs"):
+        bound_from_counts(cp, 10, 5, 4, confidence=0.9, delta=1e-5)
