@@ -21,31 +21,12 @@ from analysis.accounting import (
     randomized_response_claim,
 )
 from analysis.estimators import ESTIMATORS, bound_from_counts, bound_from_scores, resolve_estimators
-from analysis.families import family_for_claim, matched_family_name, unmatched_reason
 from analysis.thresholds import Explicit
 
 RR = randomized_response_claim(1.0)
 GAUSSIAN = gaussian_claim(1.0)
 DPSGD = dpsgd_claim(1.1, 0.01, 200)
 PRIVBAYES = pure_composition_claim([0.3, 0.7])
-
-
-@pytest.mark.parametrize(
-    ("claim", "family"), [(RR, "pure"), (PRIVBAYES, "pure"), (GAUSSIAN, "gaussian"), (DPSGD, "pld"), (None, None)]
-)
-def test_the_matched_family_is_the_mechanisms_own(claim, family):
-    assert matched_family_name(claim) == family
-    if family is not None:
-        assert unmatched_reason(family, claim) is None
-
-
-def test_the_pld_family_is_built_from_the_claims_own_sampling_rate_and_steps():
-    fam = family_for_claim("pld", DPSGD, 1e-5)
-    assert fam.name == "dpsgd(q=0.01, T=200)" and fam.delta == 1e-5
-    # its member at the claim's own noise multiplier has the claim's ε
-    assert fam.to_epsilon(1 / 1.1) == pytest.approx(DPSGD.epsilon(1e-5), rel=2e-2)
-    with pytest.raises(ValueError, match="pld family is DP-SGD's own"):
-        family_for_claim("pld", RR, 1e-5)
 
 
 def test_resolution_labels_the_matched_family_after_it():
