@@ -14,19 +14,9 @@ import numpy as np
 import pytest
 
 from analysis import fdp, multi_run, one_run
-from analysis.accounting import (
-    dpsgd_claim,
-    gaussian_claim,
-    pure_composition_claim,
-    randomized_response_claim,
-)
 from analysis.estimators import ESTIMATORS, bound_from_counts, bound_from_scores, resolve_estimators
 from analysis.thresholds import Explicit
-
-RR = randomized_response_claim(1.0)
-GAUSSIAN = gaussian_claim(1.0)
-DPSGD = dpsgd_claim(1.1, 0.01, 200)
-PRIVBAYES = pure_composition_claim([0.3, 0.7])
+from tests.analysis.conftest import DPSGD, GAUSSIAN, RR
 
 
 def test_resolution_labels_the_matched_family_after_it():

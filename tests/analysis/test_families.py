@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.accounting import dpsgd_claim, gaussian_claim, pure_composition_claim, randomized_response_claim
 from analysis.families import (
     FAMILIES,
     CurveFamily,
@@ -20,11 +19,7 @@ from analysis.families import (
     unmatched_reason,
 )
 from analysis.tradeoff import GaussianCurve
-
-RR = randomized_response_claim(1.0)
-GAUSSIAN = gaussian_claim(1.0)
-DPSGD = dpsgd_claim(1.1, 0.01, 200)
-PRIVBAYES = pure_composition_claim([0.3, 0.7])
+from tests.analysis.conftest import DPSGD, GAUSSIAN, PRIVBAYES, RR
 
 
 def test_registry_lists_the_named_families():
