@@ -20,6 +20,7 @@ How the games to come fit
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,14 +48,76 @@ class AnalysisSettings:
         Confidence of every bound, in (0, 1).
     delta : float, default=0.0
         The δ at which ε is bounded and the analytic ε evaluated, in [0, 1).
+    estimators : tuple of str or None, default=None
+        The audit games' estimators (:data:`analysis.estimators.ESTIMATORS`), each in its own columns
+        (``<label>.epsilon_lb``), the first also as ``epsilon_lb``; None: the game's own single bound.
+    threshold : str, float, mapping or None, default=None
+        The audit games' guessing rule (:func:`games.bounds.check_threshold`): ``"top-k"`` (the one-run game's
+        k₊/k₋), ``"bonferroni"``, ``"split"``, a number (an explicit threshold) or a table naming the rule and its
+        parameters; None: the game's own (top-k for one run, Bonferroni over its ``thresholds`` for multi-run).
+    two_sided : bool, default=False
+        Also guess "non-member" below the lower threshold (threshold rules other than top-k).
+    allow_unmatched_family : bool, default=False
+        Run a named f-DP family that does not contain the mechanism's trade-off curve (its columns labelled
+        ``_unmatched``) instead of refusing the config.
+    claim : PrivacyClaim or None, default=None
+        The grid point's mechanism's claim, bound by the runner (:meth:`bind`); not part of the config.
     """
 
     confidence: float = 0.95
     delta: float = 0.0
+    estimators: tuple[str, ...] | None = None
+    threshold: Any = None
+    two_sided: bool = False
+    allow_unmatched_family: bool = False
+    claim: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        from games.bounds import check_threshold  # games.bounds imports this module
+
         object.__setattr__(self, "confidence", check_confidence(self.confidence))
         object.__setattr__(self, "delta", check_delta(self.delta))
+        if self.estimators is not None:
+            if isinstance(self.estimators, str) or not isinstance(self.estimators, list | tuple):
+                raise ValueError(f"estimators must be a list of estimator names, got {self.estimators!r}.")
+            object.__setattr__(self, "estimators", tuple(self.estimators))
+        object.__setattr__(self, "threshold", check_threshold(self.threshold))
+        for name in ("two_sided", "allow_unmatched_family"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}.")
+
+    #: The keys a config may set (``claim`` is the runner's).
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "confidence",
+        "delta",
+        "estimators",
+        "threshold",
+        "two_sided",
+        "allow_unmatched_family",
+    )
+
+    @property
+    def custom(self) -> bool:
+        """Whether the config chose the estimators or the guessing rule (else the game's own bound is used)."""
+        return self.estimators is not None or self.threshold is not None
+
+    def identity(self) -> dict[str, Any]:
+        """What of these settings determines the results, as plain values: confidence and δ, and each other key
+        only when it differs from its default (so a config that does not use it keeps its hash)."""
+        out: dict[str, Any] = {"confidence": self.confidence, "delta": self.delta}
+        defaults = {"estimators": None, "threshold": None, "two_sided": False, "allow_unmatched_family": False}
+        for key, default in defaults.items():
+            value = getattr(self, key)
+            if value == default:
+                continue
+            if key == "threshold":
+                value = {k: list(v) if isinstance(v, tuple) else v for k, v in value}
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    def bind(self, claim: Any) -> AnalysisSettings:
+        """These settings for a mechanism with ``claim`` (its ``PrivacyClaim``, or None)."""
+        return dataclasses.replace(self, claim=claim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +200,9 @@ class Game(ABC):
     # analytic ε) and the columns of the band drawn around it (None: no band)
     headline: ClassVar[str] = "epsilon_lb_median"
     headline_band: ClassVar[tuple[str, str] | None] = ("epsilon_lb_min", "epsilon_lb_max")
+    # how the game bounds ε from scores, for ``[analysis] estimators`` and ``threshold`` (games.bounds): "one-run"
+    # (one run on m canaries), "runs" (repeated runs), or None (the game does not take them)
+    bound_kind: ClassVar[str | None] = None
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
         """Why this game cannot play ``mechanism`` with ``attack``, or ``None`` if it can.

@@ -6,7 +6,7 @@ A config has five sections (``docs/config.md`` documents the schema)::
     [game]        name = registered game, then its parameters
     [mechanism]   name = registered mechanism, then its parameters
     [attack]      name = registered attack, then its parameters
-    [analysis]    confidence, delta
+    [analysis]    confidence, delta, estimators, threshold, two_sided, allow_unmatched_family
 
 A list value in ``[game]``, ``[mechanism]`` or ``[attack]`` sweeps that parameter; several lists sweep their
 cartesian product (in file order: game, mechanism, attack).  A parameter whose own type is a sequence takes a
@@ -112,7 +112,7 @@ class ExperimentConfig:
             "seed": self.seed,
             "repetitions": self.repetitions,
             "plugins": list(self.plugins),
-            "analysis": _plain(self.analysis),
+            "analysis": self.analysis.identity(),
             "grid": [
                 {
                     s: {"name": c.name, **_plain(c)}
@@ -268,6 +268,13 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
         reason = built["game"].incompatibility(built["mechanism"], built["attack"])
         if reason is not None:
             raise ConfigError(f"incompatible components: {reason}.")
+        if analysis.custom or analysis.two_sided:
+            from games.bounds import settings_problem
+
+            claim = built["mechanism"].privacy_claim()
+            problem = settings_problem(analysis.bind(claim), kind=built["game"].bound_kind, game=built["game"].name)
+            if problem is not None:
+                raise ConfigError(f"[analysis] {problem}.")
         grid.append(GridPoint(index, swept_values, built["game"], built["mechanism"], built["attack"]))
 
     n_repetitions = _repetitions(repetitions, grid)
@@ -401,11 +408,11 @@ def _repetitions(given: int | None, grid: list[GridPoint]) -> int:
 
 
 def _parse_analysis(section: Mapping[str, Any]) -> AnalysisSettings:
-    allowed = [f.name for f in dataclasses.fields(AnalysisSettings)]
+    allowed = AnalysisSettings.KEYS
     for key, value in section.items():
         if key not in allowed:
             raise ConfigError(f"[analysis] unknown key {key!r}; allowed keys: {', '.join(allowed)}.")
-        if isinstance(value, list):
+        if isinstance(value, list) and key != "estimators":
             raise ConfigError(f"[analysis] {key} cannot be swept (got the list {value!r}); give one value.")
     try:
         return AnalysisSettings(**section)

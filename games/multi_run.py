@@ -23,6 +23,7 @@ __all__ = ["MultiRunGame"]
 # Role streams of a trial, in a fixed order (never reorder: it would change every stored result).
 _MEMBERSHIP, _MECHANISM, _ATTACK_FIT = range(3)
 _N_ROLES = 3
+_ANALYSIS = 3  # the analysis's stream (a split's mask), after the play's roles: role_seeds(seed, 4)[3]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ class MultiRunGame(Game):
     # the bound pooled over every run of a grid point; one trial's own K runs are too few to bound anything
     headline: ClassVar[str] = "epsilon_lb"
     headline_band: ClassVar[tuple[str, str] | None] = None
+    bound_kind: ClassVar[str | None] = "runs"
 
     runs: int = 32
     thresholds: int = 100
@@ -132,8 +134,22 @@ class MultiRunGame(Game):
     def analyse_trial(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> dict[str, float | int]:
+        counts = {"n_in": int(outcome.membership.sum()), "n_runs": self.runs}
+        if settings.custom:
+            from games.bounds import bound_columns
+
+            rng = np.random.default_rng(role_seeds(seed, _ANALYSIS + 1)[_ANALYSIS])
+            columns = bound_columns(
+                settings, outcome.scores, outcome.membership, has_runs=True, rng=rng, default=self._threshold()
+            )
+            return {**columns, **counts}
         audit = self._audit(outcome.scores, outcome.membership, settings)
-        return {"epsilon_lb": audit["epsilon_lb"], "n_in": int(outcome.membership.sum()), "n_runs": self.runs}
+        return {"epsilon_lb": audit["epsilon_lb"], **counts}
+
+    def _threshold(self) -> tuple[tuple[str, Any], ...]:
+        """The game's own rule, Bonferroni over ``thresholds`` candidates, in :func:`games.bounds.check_threshold`
+        form."""
+        return (("candidates", self.thresholds), ("rule", "bonferroni"))
 
     def summarise(
         self,
@@ -144,6 +160,8 @@ class MultiRunGame(Game):
         outcomes = [load_outcome(int(t)) for t in rows["trial"]]
         scores = np.concatenate([o.scores for o in outcomes])
         membership = np.concatenate([o.membership for o in outcomes])
+        if settings.custom:
+            return self._summarise_custom(rows, settings, scores, membership)
         pooled = self._audit(scores, membership, settings)
         per_trial = rows["epsilon_lb"].to_numpy(dtype=float)
         analytic = float(rows["epsilon_analytic"].iloc[0])
@@ -159,3 +177,25 @@ class MultiRunGame(Game):
             "epsilon_lb_max": float(np.max(per_trial)),
             "n_trials": len(per_trial),
         }
+
+    def _summarise_custom(
+        self, rows: pd.DataFrame, settings: AnalysisSettings, scores: np.ndarray, membership: np.ndarray
+    ) -> dict[str, float | int]:
+        """Each chosen estimator pooled over every run of the grid point (``<label>.epsilon_lb``, the first also
+        ``epsilon_lb``), with the per-trial summaries; a split's mask is drawn from the pooled trials' indices."""
+        from games.bounds import pooled_columns, summary_columns
+
+        analytic = float(rows["epsilon_analytic"].iloc[0])
+        rng = np.random.default_rng(np.random.SeedSequence([int(t) for t in rows["trial"]]))
+        pooled = pooled_columns(settings, rows, scores, membership, rng=rng, default=self._threshold())
+
+        def tight(bound: float) -> float:
+            return bound / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
+
+        out: dict[str, float | int] = {"epsilon_analytic": analytic, **pooled, "tightness": tight(pooled["epsilon_lb"])}
+        for column, value in summary_columns(rows, analytic).items():  # the per-trial bounds' spread
+            if not column.endswith(".tightness"):
+                out[column] = value
+        for column in [c for c in pooled if c.endswith(".epsilon_lb")]:
+            out[column.replace(".epsilon_lb", ".tightness")] = tight(float(pooled[column]))  # of the pooled bound
+        return {**out, "n_runs": int(scores.size), "n_trials": len(rows)}

@@ -64,6 +64,7 @@ class OneRunGame(Game):
 
     name: ClassVar[str] = "one-run"
     input_kinds: ClassVar[frozenset[str]] = frozenset({"canary-bits", "canary-dataset"})
+    bound_kind: ClassVar[str | None] = "one-run"
 
     m: int
     k_pos: int
@@ -129,12 +130,19 @@ class OneRunGame(Game):
         # most of a report's start-up
         from analysis.one_run import audit_top_k
 
+        rng = np.random.default_rng(role_seeds(seed, _N_ROLES)[_GUESS])
+        if settings.custom or settings.two_sided:
+            from games.bounds import bound_columns
+
+            return bound_columns(
+                settings, outcome.scores, outcome.membership, has_runs=False, rng=rng, top_k=(self.k_pos, self.k_neg)
+            )
         result = audit_top_k(
             outcome.scores,
             outcome.membership,
             k_pos=self.k_pos,
             k_neg=self.k_neg,
-            rng=np.random.default_rng(role_seeds(seed, _N_ROLES)[_GUESS]),
+            rng=rng,
             delta=settings.delta,
             confidence=settings.confidence,
         )
@@ -150,6 +158,8 @@ class OneRunGame(Game):
         analytic = float(rows["epsilon_analytic"].iloc[0])
         median = float(np.median(lb))
         tightness = median / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
+        from games.bounds import summary_columns
+
         return {
             "epsilon_analytic": analytic,
             "epsilon_lb_mean": float(np.mean(lb)),
@@ -158,4 +168,5 @@ class OneRunGame(Game):
             "epsilon_lb_max": float(np.max(lb)),
             "tightness": tightness,
             "n_trials": len(lb),
+            **summary_columns(rows, analytic),
         }

@@ -689,11 +689,16 @@ def _jobs(
     progress_path: Callable[[int], Path] | None,
 ) -> list[tuple[Any, ...]]:
     per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
+    # the analysis bound to each grid point's claim (the estimators' families need it), once per point
+    settings = [
+        config.analysis.bind(p.mechanism.privacy_claim()) if config.analysis.custom else config.analysis
+        for p in config.grid
+    ]
     return [
         (
             config.grid[t.grid_index],
             t,
-            config.analysis,
+            settings[t.grid_index],
             epsilons[t.grid_index],
             cache,
             progress_path(t.index) if progress_path is not None and per_trial[t.grid_index] else None,

@@ -15,6 +15,8 @@ def toml_value(value: Any) -> str:
         return f'"{value}"'
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, float) and value != value:
         return "nan"
     return repr(value)

@@ -1,0 +1,267 @@
+"""The audit games' bounds as ``[analysis]`` chooses them: which estimators, and which guessing rule.
+
+The one-run and multi-run games compute their own single bound by default.  A config may instead name
+``estimators`` (:mod:`analysis.estimators`: each gets its columns ``<label>.epsilon_lb`` and, in the summary,
+``<label>.epsilon_lb_median`` and so on; the first is also ``epsilon_lb``) and the ``threshold`` rule:
+
+- ``"top-k"``: the one-run game's k₊ highest scores guessed "member" and k₋ lowest "non-member", fixed in advance;
+- ``"bonferroni"`` (or ``{rule = "bonferroni", candidates = 100}``): the best of label-free quantile thresholds,
+  the significance divided among them;
+- ``"split"`` (or ``{rule = "split", fraction = 0.5, candidates = 100}``): the threshold chosen on a random part,
+  the bound on the rest (the split drawn from the trial's seed);
+- a number, or ``{rule = "explicit", at = t}`` (``at = [t_low, t_high]`` with ``two_sided = true``): fixed in
+  advance, for example 0.5 on released bits, which guesses every canary (Steinke et al.'s idealised experiment).
+
+Every choice is checked against each grid point's game and mechanism when the config is read, before any trial.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from analysis._checks import check_int, check_real
+
+if TYPE_CHECKING:  # the estimators are imported where bounds are computed: reading results needs none of them
+    from analysis.estimators import Estimator
+    from analysis.thresholds import ThresholdStrategy
+
+__all__ = [
+    "THRESHOLD_RULES",
+    "bound_columns",
+    "check_threshold",
+    "estimator_labels",
+    "pooled_columns",
+    "resolved_estimators",
+    "settings_problem",
+    "summary_columns",
+    "threshold_strategy",
+]
+
+THRESHOLD_RULES = ("top-k", "bonferroni", "split", "explicit")
+_KEYS = {"top-k": (), "bonferroni": ("candidates",), "split": ("fraction", "candidates"), "explicit": ("at",)}
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "bonferroni": {"candidates": 100},
+    "split": {"fraction": 0.5, "candidates": 100},
+}
+
+Threshold = tuple[tuple[str, Any], ...]
+
+
+def check_threshold(spec: Any) -> Threshold | None:
+    """``[analysis] threshold`` in its normal form, the sorted ``(key, value)`` items of a rule, or None (the game's
+    own rule).
+
+    Raises
+    ------
+    ValueError
+        One line naming the value and what is allowed.
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, tuple) and all(isinstance(item, tuple) and len(item) == 2 for item in spec):
+        spec = dict(spec)  # already normal
+    if isinstance(spec, bool):
+        raise ValueError(f"threshold must be a rule name, a number or a table, got {spec!r}.")
+    if isinstance(spec, int | float):
+        spec = {"rule": "explicit", "at": spec}
+    elif isinstance(spec, str):
+        spec = {"rule": spec}
+    if not isinstance(spec, Mapping):
+        raise ValueError(
+            f"threshold must be one of {', '.join(THRESHOLD_RULES)}, a number, or a table with a rule, got {spec!r}."
+        )
+    rule = spec.get("rule")
+    if rule not in THRESHOLD_RULES:
+        raise ValueError(f"threshold rule must be one of {', '.join(THRESHOLD_RULES)}, got {rule!r}.")
+    extra = sorted(set(spec) - {"rule", *_KEYS[rule]})
+    if extra:
+        allowed = ", ".join(_KEYS[rule]) or "no other key"
+        raise ValueError(f"threshold: the {rule} rule takes {allowed}, got {', '.join(map(repr, extra))}.")
+    out: dict[str, Any] = {"rule": rule, **_DEFAULTS.get(rule, {}), **{k: v for k, v in spec.items() if k != "rule"}}
+    if rule == "explicit":
+        if "at" not in out:
+            raise ValueError("threshold: the explicit rule needs at = a number, or [t_low, t_high] when two-sided.")
+        at = out["at"]
+        if isinstance(at, list | tuple):
+            if len(at) != 2:
+                raise ValueError(f"threshold: at must be one number or a pair [t_low, t_high], got {at!r}.")
+            low, high = (check_real(f"threshold at[{i}]", t) for i, t in enumerate(at))
+            if not low < high:
+                raise ValueError(f"threshold: at = [t_low, t_high] needs t_low < t_high, got {list(at)!r}.")
+            out["at"] = (low, high)
+        else:
+            out["at"] = check_real("threshold at", at)
+    if "candidates" in out and out["candidates"] != "all":
+        out["candidates"] = check_int("threshold candidates", out["candidates"], low=1, high=1_000_000)
+    if "fraction" in out:
+        out["fraction"] = check_real(
+            "threshold fraction", out["fraction"], low=0.0, high=1.0, low_open=True, high_open=True
+        )
+    return tuple(sorted(out.items()))
+
+
+def threshold_rule(threshold: Threshold | None, default: str) -> str:
+    """The rule's name (``default`` when the config gave none)."""
+    return default if threshold is None else str(dict(threshold)["rule"])
+
+
+def threshold_strategy(threshold: Threshold, *, rng: np.random.Generator) -> ThresholdStrategy:
+    """The :class:`~analysis.thresholds.ThresholdStrategy` of a rule other than top-k; a split's mask is drawn
+    from ``rng`` (the trial's own stream, so a reanalysis draws the same split)."""
+    from analysis.thresholds import Bonferroni, Explicit, Split
+
+    spec = dict(threshold)
+    rule = spec["rule"]
+    if rule == "bonferroni":
+        return Bonferroni(spec["candidates"])
+    if rule == "split":
+        return Split(spec["fraction"], seed=int(rng.integers(0, 2**63 - 1)), candidates=spec["candidates"])
+    if rule == "explicit":
+        return Explicit(spec["at"])
+    raise ValueError(f"the {rule} rule is not a threshold strategy.")
+
+
+def resolved_estimators(settings: Any, *, has_runs: bool) -> list[Estimator]:
+    """``settings.estimators`` (the game's default when None) resolved for the bound mechanism claim."""
+    from analysis.estimators import resolve_estimators
+
+    default = ("clopper_pearson",) if has_runs else ("steinke",)
+    names = default if settings.estimators is None else settings.estimators
+    return resolve_estimators(
+        names,
+        settings.claim,
+        delta=settings.delta,
+        has_runs=has_runs,
+        allow_unmatched_family=settings.allow_unmatched_family,
+    )
+
+
+def settings_problem(settings: Any, *, kind: str | None, game: str) -> str | None:
+    """Why these settings cannot analyse this game's trials (one line), or None; ``kind`` is the game's
+    ``bound_kind`` (``"one-run"``, ``"runs"`` or None for games that do not bound ε this way)."""
+    if not settings.custom and not settings.two_sided:
+        return None
+    if kind is None:
+        return f"estimators, threshold and two_sided apply to the one-run and multi-run games, not to {game!r}"
+    rule = threshold_rule(settings.threshold, "top-k" if kind == "one-run" else "bonferroni")
+    if rule == "top-k" and kind != "one-run":
+        return (
+            f"threshold 'top-k' is the one-run game's rule (k_pos, k_neg); the {game} game takes bonferroni, split "
+            "or explicit"
+        )
+    if settings.two_sided and (kind != "one-run" or rule == "top-k"):
+        why = "top-k guesses both ways through k_neg" if rule == "top-k" else "the multi-run bound is one-sided"
+        return f"two_sided = true does not apply here ({why})"
+    if rule == "explicit":
+        pair = isinstance(dict(settings.threshold)["at"], tuple)
+        if pair != settings.two_sided:
+            return "threshold at must be a pair [t_low, t_high] when two_sided = true and one number otherwise"
+    try:
+        resolved_estimators(settings, has_runs=kind == "runs")
+    except ValueError as exc:
+        return str(exc).rstrip(".")
+    return None
+
+
+def bound_columns(
+    settings: Any,
+    scores: np.ndarray,
+    membership: np.ndarray,
+    *,
+    has_runs: bool,
+    rng: np.random.Generator,
+    top_k: tuple[int, int] | None = None,
+    default: Threshold | None = None,
+) -> dict[str, float | int]:
+    """Every chosen estimator's bound on one set of scores: ``<label>.epsilon_lb`` (and, under a threshold rule,
+    its ``<label>.r`` and ``<label>.v``), ``epsilon_lb`` for the first; with ``top_k``, the shared m, r, v.
+
+    ``default`` is the game's own threshold rule, used when the config names none (top-k when ``top_k`` is given).
+    """
+    estimators = resolved_estimators(settings, has_runs=has_runs)
+    return _columns(estimators, settings, scores, membership, rng=rng, top_k=top_k, default=default)
+
+
+def pooled_columns(
+    settings: Any,
+    rows: pd.DataFrame,
+    scores: np.ndarray,
+    membership: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    default: Threshold | None = None,
+) -> dict[str, float | int]:
+    """The multi-run estimators of stored rows (their labels) pooled over all the runs' ``scores``.
+
+    The estimators are those of the rows' columns, so a report needs no mechanism (the claim matters only to the
+    refusal, done when the config was read)."""
+    from analysis.estimators import Estimator
+
+    estimators = [Estimator(label.removesuffix("_unmatched"), label) for label in estimator_labels(list(rows.columns))]
+    if not estimators:
+        raise ValueError("the rows hold no estimator columns (<label>.epsilon_lb) to pool.")
+    columns = _columns(estimators, settings, scores, membership, rng=rng, top_k=None, default=default)
+    return {k: v for k, v in columns.items() if not k.endswith((".r", ".v")) and k != "m"}
+
+
+def _columns(
+    estimators: Sequence[Estimator],
+    settings: Any,
+    scores: np.ndarray,
+    membership: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    top_k: tuple[int, int] | None,
+    default: Threshold | None,
+) -> dict[str, float | int]:
+    from analysis.estimators import bound_from_counts, bound_from_scores
+    from analysis.one_run import count_correct, guesses_top_k
+
+    common = {"confidence": settings.confidence, "delta": settings.delta}
+    out: dict[str, float | int] = {}
+    threshold = settings.threshold if settings.threshold is not None else default
+    rule = threshold_rule(threshold, "top-k")
+    if rule == "top-k":
+        assert top_k is not None
+        guesses = guesses_top_k(scores, top_k[0], top_k[1], rng=rng)
+        r, v = count_correct(guesses, membership)
+        for e in estimators:
+            out[f"{e.label}.epsilon_lb"] = bound_from_counts(e, scores.shape[0], r, v, **common)
+        out.update({"m": int(scores.shape[0]), "r": r, "v": v})
+    else:
+        assert threshold is not None
+        strategy = threshold_strategy(threshold, rng=rng)
+        ins, outs = scores[membership], scores[~membership]
+        for e in estimators:
+            result = bound_from_scores(e, ins, outs, threshold=strategy, two_sided=settings.two_sided, **common)
+            out[f"{e.label}.epsilon_lb"] = result.epsilon
+            for key in ("r", "v"):
+                if key in result.details:
+                    out[f"{e.label}.{key}"] = int(result.details[key])
+        out["m"] = int(scores.shape[0])
+    return {"epsilon_lb": out[f"{estimators[0].label}.epsilon_lb"], **out}
+
+
+def estimator_labels(columns: Sequence[str]) -> list[str]:
+    """The estimator labels of stored trial rows, in column order (``fdp_pld`` of ``fdp_pld.epsilon_lb``)."""
+    return [c.removesuffix(".epsilon_lb") for c in columns if c.endswith(".epsilon_lb")]
+
+
+def summary_columns(rows: pd.DataFrame, analytic: float) -> dict[str, float]:
+    """Each estimator's summary over a grid point's trials: ``<label>.epsilon_lb_{mean,median,min,max}`` and its
+    ``<label>.tightness`` (median over the analytic ε)."""
+    out: dict[str, float] = {}
+    for label in estimator_labels(list(rows.columns)):
+        lb = rows[f"{label}.epsilon_lb"].to_numpy(dtype=float)
+        median = float(np.median(lb))
+        out[f"{label}.epsilon_lb_mean"] = float(np.mean(lb))
+        out[f"{label}.epsilon_lb_median"] = median
+        out[f"{label}.epsilon_lb_min"] = float(np.min(lb))
+        out[f"{label}.epsilon_lb_max"] = float(np.max(lb))
+        out[f"{label}.tightness"] = median / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
+    return out
