@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis.reporting import TABLE_FORMATS, format_table
 from games import synth_cli
@@ -125,6 +125,29 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="import the plugins the results' manifest names (runs their code: only for results you trust)",
     )
+
+    again = sub.add_parser(
+        "reanalyse", help="recompute every bound of a results directory from its raw arrays, with other settings"
+    )
+    again.add_argument("results", help="results directory written by `privgame run` (only read)")
+    again.add_argument("--out", required=True, help="the new results directory")
+    again.add_argument(
+        "--config", metavar="FILE", help="a TOML file with an [analysis] section (or its keys at the top level)"
+    )
+    again.add_argument("--estimators", nargs="+", metavar="NAME", help="e.g. steinke fdp fdp_pure (docs/config.md)")
+    again.add_argument("--confidence", type=float)
+    again.add_argument("--delta", type=float)
+    again.add_argument(
+        "--threshold", help="top-k, bonferroni, split, or a number (a table needs --config)", metavar="RULE"
+    )
+    again.add_argument("--two-sided", action="store_true", default=None)
+    again.add_argument("--allow-unmatched-family", action="store_true", default=None)
+    again.add_argument(
+        "--trust-plugins",
+        action="store_true",
+        help="import the plugins the stored config names (runs their code: only for results you trust)",
+    )
+    again.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     validate = sub.add_parser("validate", help="check every estimator's promise on games with known ε")
     validate.add_argument("--quick", action="store_true", help="100 repetitions (about 3 minutes on 2 busy cores)")
@@ -369,6 +392,58 @@ def _cmd_ladder(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reanalyse(args: argparse.Namespace) -> int:
+    from games.reanalyse import reanalyse
+    from games.resources import writable_directory_problem
+    from games.store import StoreError
+
+    analysis: dict[str, Any] = {}
+    if args.config is not None:
+        import tomllib
+
+        from games.config import read_config_bytes
+
+        try:
+            data = tomllib.loads(read_config_bytes(args.config).decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"--config {args.config!r} is not valid TOML: {exc}") from None
+        section = data.get("analysis", data)
+        if not isinstance(section, dict) or any(isinstance(v, dict) for k, v in section.items() if k != "threshold"):
+            raise ValueError(f"--config {args.config!r} must hold an [analysis] section (or its keys alone).")
+        analysis.update(section)
+    threshold: Any = args.threshold
+    if threshold is not None:
+        try:
+            threshold = float(threshold)
+        except ValueError:
+            pass
+    given = {
+        "estimators": args.estimators,
+        "confidence": args.confidence,
+        "delta": args.delta,
+        "threshold": threshold,
+        "two_sided": args.two_sided,
+        "allow_unmatched_family": args.allow_unmatched_family,
+    }
+    analysis.update({k: v for k, v in given.items() if v is not None})
+    problem = writable_directory_problem(args.out)
+    if problem is not None:
+        raise ValueError(f"{problem}.")
+    try:
+        store = reanalyse(
+            args.results,
+            args.out,
+            analysis,
+            trust_plugins=args.trust_plugins,
+            progress=not args.no_progress,
+            announce=lambda line: print(f"privgame: {line}", file=sys.stderr),
+        )
+    except StoreError as exc:
+        raise ValueError(str(exc)) from None
+    print(f"reanalysed into {printable(str(store.root))}; summary: privgame report {store.root}")
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from games.registry import ATTACKS, GAMES, MECHANISMS
 
@@ -420,6 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "list": _cmd_list,
         "validate": _cmd_validate,
         "ladder": _cmd_ladder,
+        "reanalyse": _cmd_reanalyse,
         "synth": synth_cli.run,
     }
     try:

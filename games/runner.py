@@ -57,9 +57,11 @@ __all__ = [
     "Trial",
     "TrialsFailed",
     "analytic_epsilon",
+    "analytic_epsilons",
     "dry_run",
     "plan_trials",
     "run_experiment",
+    "run_manifest",
 ]
 
 
@@ -89,7 +91,7 @@ def analytic_epsilon(point: GridPoint, delta: float) -> float:
     return math.nan if claim is None else claim.epsilon(delta)
 
 
-def _analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
+def analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
     """Every grid point's analytic ε, under its own progress line: this step calibrates what mechanisms derive
     from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
     with tqdm(  # closed (its line cleared) before an error is printed, too
@@ -285,7 +287,8 @@ class _RunsBar:
         self.bar.close()
 
 
-def _manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]:
+def run_manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]:
+    """The manifest of a results directory of ``config`` (written first: it identifies the experiment)."""
     try:
         version = metadata.version("privgame")
     except metadata.PackageNotFoundError:
@@ -766,8 +769,8 @@ def run_experiment(
         raise ValueError(f"{problem}.")
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
     _check_reachable(dask)
-    epsilons = _analytic_epsilons(config, progress)
-    store = ResultsStore.open_for_run(out, _manifest(config, epsilons), config_bytes, force=force)
+    epsilons = analytic_epsilons(config, progress)
+    store = ResultsStore.open_for_run(out, run_manifest(config, epsilons), config_bytes, force=force)
     damaged = store.damaged()
     if damaged:
         first = min(damaged)
@@ -902,7 +905,7 @@ def dry_run(
         store = ResultsStore(root)
         epsilons = [analytic_epsilon(point, config.analysis.delta) for point in config.grid]
         try:
-            store.check_same_experiment(_manifest(config, epsilons))
+            store.check_same_experiment(run_manifest(config, epsilons))
         except StoreError as exc:
             refusal = str(exc)
         else:

@@ -1,0 +1,173 @@
+"""Re-analysis: every bound of a finished run recomputed from its stored raw arrays, with other analysis settings.
+
+``privgame reanalyse DIR --out DIR2`` takes the experiment stored in ``DIR`` (its config, as copied into the
+manifest), replaces the ``[analysis]`` section by the given settings (any key not given keeps its stored value),
+and writes a new results directory whose trials are the stored ones analysed again: the same raw arrays, the same
+trial seeds (so the top-k tie-breaking and a split's mask are drawn as in the run), no mechanism run.  ``DIR`` is
+only read.  With the stored settings the rows equal the stored rows exactly (each keeps its play time,
+``seconds``), so a reanalysis is also a check of a stranger's directory.
+
+Before anything is written, every stored trial must be finished and its files must match their checksums (a damaged
+or missing trial is named, never skipped); the new settings are checked against every grid point as ``privgame
+run`` checks a config.  ``DIR2`` follows ``privgame run``'s rules: a reanalysis killed midway resumes there.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from games._text import printable
+from games.config import ExperimentConfig, parse_config
+from games.runner import analytic_epsilons, plan_trials, run_manifest
+from games.store import ResultsStore, StoreError, describe_trials
+
+__all__ = ["reanalyse", "reanalysis_config"]
+
+
+def reanalysis_config(
+    root: str | Path, analysis: Mapping[str, Any], *, trust_plugins: bool = False
+) -> tuple[ExperimentConfig, ResultsStore]:
+    """The stored experiment of ``root`` with its ``[analysis]`` updated by ``analysis``, and its store.
+
+    Raises
+    ------
+    StoreError
+        If ``root`` is not a results directory, or names plugins and ``trust_plugins`` is false.
+    ConfigError
+        If the new settings are invalid for a grid point (one line, as ``privgame run``).
+    """
+    source = ResultsStore(root)
+    manifest = source.manifest()  # refuses what is not a results directory
+    stored = manifest.get("config")
+    if not isinstance(stored, Mapping):
+        raise StoreError(f"{str(source.root)!r} has no stored config in its manifest: it cannot be reanalysed.")
+    plugins = stored.get("experiment", {}).get("plugins", []) if isinstance(stored.get("experiment"), Mapping) else []
+    if plugins and not trust_plugins:
+        raise StoreError(
+            f"the experiment in {str(source.root)!r} names plugins ({', '.join(map(str, plugins))}); importing them "
+            "runs their code: pass --trust-plugins only for results from a trusted source."
+        )
+    data = {section: dict(value) if isinstance(value, Mapping) else value for section, value in stored.items()}
+    data["analysis"] = {**dict(data.get("analysis", {}) or {}), **dict(analysis)}
+    config = parse_config(data)
+    old = manifest.get("normalised_config")
+    if isinstance(old, Mapping):
+        new = config.normalised
+        same = {k: v for k, v in old.items() if k != "analysis"} == {k: v for k, v in new.items() if k != "analysis"}
+        if not same:
+            raise StoreError(
+                f"the config stored in {str(source.root)!r} no longer builds the same trials with this version of "
+                "privgame (its components or defaults changed); rerun it instead of reanalysing."
+            )
+    return config, source
+
+
+def reanalyse(
+    root: str | Path,
+    out: str | Path,
+    analysis: Mapping[str, Any],
+    *,
+    trust_plugins: bool = False,
+    progress: bool = True,
+    announce: Callable[[str], None] | None = None,
+) -> ResultsStore:
+    """Analyse the stored trials of ``root`` again with ``analysis`` (``[analysis]`` keys) into ``out``.
+
+    Parameters
+    ----------
+    root : str or Path
+        A results directory (only read).
+    out : str or Path
+        The new results directory (created, or resumed when it holds this reanalysis).
+    analysis : mapping
+        ``[analysis]`` keys replacing the stored ones (``confidence``, ``delta``, ``estimators``, ...).
+    trust_plugins : bool, default=False
+        Import the plugins the stored config names (their code runs).
+    progress : bool, default=True
+        A progress bar on stderr.
+    announce : callable or None
+        Called with a line for each step (the CLI prints them).
+
+    Returns
+    -------
+    ResultsStore
+        The new directory.
+
+    Raises
+    ------
+    StoreError
+        If ``root`` is not a results directory, has trials that are not finished or are damaged (named), or is
+        ``out`` itself; or ``out`` holds other results.
+    ConfigError
+        If the settings are invalid.
+    """
+    config, source = reanalysis_config(root, analysis, trust_plugins=trust_plugins)
+    if Path(out).resolve() == source.root.resolve():
+        raise StoreError(f"--out must differ from the directory reanalysed ({str(source.root)!r}), which is only read.")
+    trials = plan_trials(config)
+    scan = source.scan()
+    problems = dict(scan.damaged)
+    problems.update({t: f"failed ({info.get('error', 'see failures/')})" for t, info in scan.failures.items()})
+    missing = [t.index for t in trials if t.index not in scan.finished and t.index not in problems]
+    if problems or missing:
+        bad = sorted(set(problems) | set(missing))
+        first = bad[0]
+        why = problems.get(first, "not run")
+        raise StoreError(
+            f"{str(source.root)!r} has {len(bad)} trial{'s' if len(bad) != 1 else ''} that cannot be reanalysed "
+            f"({describe_trials(set(bad))}; trial {first}: {why}); finish the run first (privgame run resumes it)."
+        )
+    stored_rows = {int(row["trial"]): row for row in scan.rows.to_dict("records")}
+    if announce is not None:
+        announce(f"reanalysing {len(trials)} trials of {printable(config.name)} from {printable(str(source.root))}")
+    epsilons = analytic_epsilons(config, progress)
+    target = ResultsStore.open_for_run(out, run_manifest(config, epsilons), _config_bytes(source), force=False)
+    done = target.done()
+    settings = [
+        config.analysis.bind(p.mechanism.privacy_claim()) if config.analysis.custom else config.analysis
+        for p in config.grid
+    ]
+    start = time.perf_counter()
+    with tqdm(
+        total=len(trials), initial=len(done), desc="reanalyse", unit="trial", disable=not progress, file=sys.stderr
+    ) as bar:
+        for trial in trials:
+            if trial.index in done:
+                continue
+            point = config.grid[trial.grid_index]
+            outcome = source.load_outcome(trial.index)
+            metrics, records = point.game.analyse(outcome, settings[trial.grid_index], seed=trial.seed)
+            old = stored_rows[trial.index]
+            row: dict[str, Any] = {
+                key: old[key] for key in ("trial", "grid_point", "repetition", "spawn_key") if key in old
+            }
+            row.update({key: old[key] for key in point.params if key in old})
+            row["epsilon_analytic"] = epsilons[trial.grid_index]
+            row.update(metrics)
+            row["seconds"] = old.get("seconds", float("nan"))  # the trial's play time, not the reanalysis's
+            target.write_trial(trial.index, row, outcome, records)
+            bar.update(1)
+    target.write_results()
+    if announce is not None:
+        announce(f"{len(trials) - len(done)} trials reanalysed in {time.perf_counter() - start:.1f} s")
+    return target
+
+
+def _config_bytes(store: ResultsStore) -> bytes:
+    """The reanalysed directory's config copy, headed by a note that its [analysis] section was replaced."""
+    path = store.root / "config.toml"
+    try:
+        original = path.read_bytes() if path.is_file() else b""
+    except OSError:
+        original = b""
+    note = (
+        f"# Reanalysed from {str(store.root)!r} by `privgame reanalyse`: the [analysis] section below is the\n"
+        '# original\'s; the settings used are in manifest.json ("config" and "normalised_config").\n'
+    )
+    return note.encode() + original
