@@ -13,7 +13,16 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:  # tables arrive as DataFrames; pandas itself is not needed to format them
     import pandas as pd
 
-__all__ = ["TABLE_FORMATS", "format_table", "plot_lower_bounds", "plot_roc_curves"]
+__all__ = [
+    "PARAMETER_NAMES",
+    "TABLE_FORMATS",
+    "estimator_labels_of",
+    "format_table",
+    "ladder_latex",
+    "plot_estimator_ladder",
+    "plot_lower_bounds",
+    "plot_roc_curves",
+]
 
 TableFormat = Literal["table", "csv", "markdown", "latex"]
 TABLE_FORMATS: tuple[str, ...] = ("table", "csv", "markdown", "latex")
@@ -223,3 +232,141 @@ def plot_roc_curves(
     fig.savefig(out)
     plt.close(fig)
     return out
+
+
+#: Readable names of the parameters a ladder sweeps (LaTeX and figure headers).
+PARAMETER_NAMES: dict[str, tuple[str, str]] = {
+    "mechanism.epsilon": ("ε", r"$\varepsilon$"),
+    "mechanism.sigma": ("σ", r"$\sigma$"),
+    "mechanism.noise_multiplier": ("σ", r"$\sigma$"),
+    "game.m": ("m", r"$m$"),
+    "epsilon_analytic": ("analytic ε", r"analytic $\varepsilon$"),
+}
+
+_LATEX_UNICODE = {
+    "ε": r"$\varepsilon$",
+    "δ": r"$\delta$",
+    "σ": r"$\sigma$",
+    "μ": r"$\mu$",
+    "k₊": r"$k_+$",
+    "k₋": r"$k_-$",
+}
+
+_FOOTNOTE = (
+    "A lower bound holds with the stated confidence in each repetition, so a bound above the analytic ε in a few "
+    "repetitions (the max) is expected."
+)
+
+
+def estimator_labels_of(summary: pd.DataFrame) -> list[str]:
+    """The estimators of a summary, from its ``<label>.epsilon_lb_median`` columns, in column order."""
+    return [c.removesuffix(".epsilon_lb_median") for c in summary.columns if c.endswith(".epsilon_lb_median")]
+
+
+def plot_estimator_ladder(
+    summary: pd.DataFrame,
+    swept: Sequence[str],
+    path: str | Path,
+    *,
+    title: str,
+    subtitle: str,
+) -> tuple[Path, list[str]]:
+    """Every estimator's median bound, its min–max over the repetitions as a bar, against the analytic ε.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        One row per grid point with ``epsilon_analytic`` and each estimator's ``<label>.epsilon_lb_median``,
+        ``_min`` and ``_max`` (``[analysis] estimators``).
+    swept : sequence of str
+        The swept columns; the grid points are labelled by them.
+    path : str or Path
+        ``.png``, ``.pdf`` or ``.svg``.
+    title, subtitle : str
+        The experiment's name, and its context (confidence, δ, m, the guessing rule).
+
+    Returns
+    -------
+    (Path, list of str)
+        The written file, and the estimators left out because they gave no bound anywhere (with a note).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = estimator_labels_of(summary)
+    if not labels:
+        raise ValueError("the summary has no estimator columns (<label>.epsilon_lb_median); set [analysis] estimators.")
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ValueError(f"path must end in .png, .pdf or .svg, got {str(out)!r}.")
+    shown = [lab for lab in labels if np.isfinite(summary[f"{lab}.epsilon_lb_median"].to_numpy(dtype=float)).any()]
+    omitted = [lab for lab in labels if lab not in shown]
+    points = [
+        ", ".join(
+            f"{PARAMETER_NAMES.get(c, (c, c))[0]} = {row[c]:g}" if isinstance(row[c], float) else f"{c} = {row[c]}"
+            for c in swept
+        )
+        or f"point {i}"
+        for i, (_, row) in enumerate(summary.iterrows())
+    ]
+    x = np.arange(len(points))
+    width = 0.8 / max(len(shown), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.5 * len(points) + 2.5), 4.4), layout="constrained")
+    for j, label in enumerate(shown):
+        median = summary[f"{label}.epsilon_lb_median"].to_numpy(dtype=float)
+        low = summary[f"{label}.epsilon_lb_min"].to_numpy(dtype=float)
+        high = summary[f"{label}.epsilon_lb_max"].to_numpy(dtype=float)
+        offset = x + (j - (len(shown) - 1) / 2) * width
+        ax.errorbar(offset, median, yerr=[median - low, high - median], fmt="o", capsize=3, label=label)
+    analytic = summary["epsilon_analytic"].to_numpy(dtype=float)
+    for i, value in enumerate(analytic):
+        if math.isfinite(value):
+            ax.hlines(value, i - 0.45, i + 0.45, colors="black", linestyles="--", linewidth=1.2)
+    ax.plot([], [], color="black", linestyle="--", label="analytic ε")
+    ax.set_xticks(x, points, fontsize="small")
+    ax.set_ylabel("ε lower bound (median; bar: min–max over repetitions)")
+    ax.set_title(f"{title}\n{subtitle}", fontsize="medium")
+    note = f"no bound at this δ: {', '.join(omitted)}" if omitted else None
+    if note:
+        ax.text(0.99, 0.01, note, transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small")
+    ax.legend(fontsize="x-small", loc="upper left")
+    fig.savefig(out)
+    plt.close(fig)
+    return out, omitted
+
+
+def ladder_latex(summary: pd.DataFrame, swept: Sequence[str], *, caption: str, digits: int = 2) -> str:
+    """The ladder as a booktabs table: the swept parameters and the analytic ε, then one column per estimator
+    (median and min–max over the repetitions) and its tightness (median / analytic ε); the caption carries the
+    context and the footnote on bounds above the analytic ε."""
+    labels = [
+        lab
+        for lab in estimator_labels_of(summary)
+        if np.isfinite(summary[f"{lab}.epsilon_lb_median"].to_numpy(dtype=float)).any()
+    ]
+    head = [PARAMETER_NAMES.get(c, (c, _latex_escape(c)))[1] for c in (*swept, "epsilon_analytic")]
+    head += [rf"\texttt{{{_latex_escape(lab)}}}" for lab in labels]
+    head += [rf"tightness \texttt{{{_latex_escape(lab)}}}" for lab in labels]
+    text = _latex_escape(f"{caption} {_FOOTNOTE}")
+    for char, tex in _LATEX_UNICODE.items():
+        text = text.replace(char, tex)
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{text}}}",
+        r"\begin{tabular}{" + "r" * len(head) + "}",
+        r"\toprule",
+        " & ".join(head) + r" \\",
+        r"\midrule",
+    ]
+    for _, row in summary.iterrows():
+        cells = [_cell(row[c], digits) for c in (*swept, "epsilon_analytic")]
+        for lab in labels:
+            median, low, high = (row[f"{lab}.epsilon_lb_{k}"] for k in ("median", "min", "max"))
+            cells.append(f"{_cell(median, digits)} ({_cell(low, digits)}--{_cell(high, digits)})")
+        cells += [_cell(row.get(f"{lab}.tightness", math.nan), digits) for lab in labels]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"

@@ -318,6 +318,7 @@ def _report_warnings(root: str) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from analysis.reporting import estimator_labels_of
     from games.report import brief_summary, plot_results, records_results, summarise_results
 
     _check_output_file(args.output, "--output")
@@ -336,7 +337,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.plot:
         path = plot_results(args.results, summary, swept, args.plot)
         print(f"figure written to {path}", file=sys.stderr)
-    if args.ladder:
+    if args.ladder and estimator_labels_of(summary):  # [analysis] estimators: their stored bounds, side by side
+        from analysis.reporting import ladder_latex, plot_estimator_ladder
+        from games.report import ladder_context
+
+        title, subtitle = ladder_context(args.results)
+        path, omitted = plot_estimator_ladder(summary, swept, args.ladder, title=title, subtitle=subtitle)
+        tex = Path(args.ladder).with_suffix(".tex")
+        _check_output_file(str(tex), "--ladder's table")
+        tex.write_text(ladder_latex(summary, swept, caption=f"{title}: {subtitle}."), encoding="utf-8")
+        note = f" (no bound at this δ, left out: {', '.join(omitted)})" if omitted else ""
+        print(f"ladder written to {path} and its LaTeX table to {tex}{note}", file=sys.stderr)
+    elif args.ladder:
         from analysis.ladder import plot_ladder
         from games.report import ladder_results
 

@@ -9,7 +9,7 @@ summarises its own trials, so a plugin is needed only when the game itself comes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from games.config import ConfigError, import_plugins, stored_games
 from games.registry import GAMES
 from games.store import ResultsStore, StoreError
 
-__all__ = ["brief_summary", "ladder_results", "plot_results", "records_results", "summarise_results"]
+__all__ = ["brief_summary", "ladder_context", "ladder_results", "plot_results", "records_results", "summarise_results"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +256,36 @@ def _context(store: ResultsStore) -> str:
     mechanism = _table(config.get("mechanism")).get("name", "?")
     attack = _table(config.get("attack")).get("name", "?")
     return printable(f"game {game}, mechanism {mechanism}, attack {attack}")
+
+
+def ladder_context(root: str) -> tuple[str, str]:
+    """A ladder's title (the experiment's name) and its context line: the confidence, δ, the game's size and the
+    guessing rule, as the stored config says."""
+    config = _table(ResultsStore(root).manifest().get("config"))
+    name = str(_table(config.get("experiment")).get("name", Path(root).name))
+    analysis = _table(config.get("analysis"))
+    game = _table(config.get("game"))
+    parts = [f"confidence {float(analysis.get('confidence', 0.95)):g}", f"δ = {float(analysis.get('delta', 0.0)):g}"]
+    if "m" in game:
+        parts.append(f"m = {game['m']}")
+    if "runs" in game:
+        parts.append(f"{game['runs']} runs a trial")
+    rule = analysis.get("threshold")
+    if rule is None or rule == "top-k":
+        rule_text = (
+            f"top-k (k₊ = {game.get('k_pos')}, k₋ = {game.get('k_neg')})"
+            if "k_pos" in game
+            else f"Bonferroni over {game.get('thresholds', 100)} thresholds"
+        )
+    elif isinstance(rule, Mapping):
+        params = ", ".join(f"{k} = {v}" for k, v in rule.items() if k != "rule")
+        rule_text = f"{rule.get('rule')}" + (f" ({params})" if params else "")
+    else:
+        rule_text = f"threshold {rule}"
+    if analysis.get("two_sided"):
+        rule_text += ", two-sided"
+    parts.append(f"rule: {rule_text}")
+    return printable(name), printable("; ".join(parts))
 
 
 def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False) -> pd.DataFrame:

@@ -177,3 +177,22 @@ def test_a_run_reports_every_estimators_columns_and_unused_keys_keep_the_hash(wr
     assert (summary["epsilon_lb_median"] == summary["steinke.epsilon_lb_median"]).all()
     # the Gaussian family on randomized response overshoots Steinke's exact bound: why it is refused by default
     assert (summary["fdp_gaussian_unmatched.epsilon_lb_median"] > summary["steinke.epsilon_lb_median"]).all()
+
+
+def test_report_ladder_draws_every_estimator_and_writes_its_latex_table(write_config, tmp_path, capsys):
+    from games.cli import main
+
+    config = load_config(
+        write_config({"analysis": {"estimators": ["steinke", "fdp"]}, "experiment": {"repetitions": 2}}, name="lad")
+    )
+    store = run_experiment(config, tmp_path / "out", progress=False)
+    figure = tmp_path / "ladder.png"
+    assert main(["report", str(store.root), "--ladder", str(figure)]) == 0
+    assert figure.stat().st_size > 0
+    tex = figure.with_suffix(".tex").read_text()
+    assert r"\toprule" in tex and r"\bottomrule" in tex  # booktabs
+    assert r"$\varepsilon$ & analytic $\varepsilon$ & \texttt{steinke} & \texttt{fdp\_pure}" in tex  # readable
+    assert "confidence 0.95; $\\delta$ = 0; m = 2000; rule: top-k ($k_+$ = 500, $k_-$ = 500)" in tex
+    assert "a bound above the analytic $\\varepsilon$ in a few repetitions (the max) is expected" in tex
+    assert tex.count(r" \\") == 1 + 2 + 0  # header and two grid points (the caption has none)
+    assert "LaTeX table" in capsys.readouterr().err
