@@ -28,6 +28,7 @@ __all__ = [
     "FAMILY_NAMES",
     "CurveFamily",
     "dpsgd_family",
+    "dpsgd_parameters",
     "family_for_claim",
     "gaussian_family",
     "matched_family_name",
@@ -216,7 +217,7 @@ def _pure_event(event: Any) -> bool:
     return False
 
 
-def _subsampled_gaussian(event: Any) -> tuple[float, float, int] | None:
+def dpsgd_parameters(event: Any) -> tuple[float, float, int] | None:
     """``(σ, q, T)`` when the event is T self-composed steps of a Poisson-subsampled Gaussian (DP-SGD), else None."""
     import dp_accounting
 
@@ -247,7 +248,7 @@ def matched_family_name(claim: Any) -> str | None:
         return "pure"
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return "gaussian"
-    if _subsampled_gaussian(event) is not None:
+    if dpsgd_parameters(event) is not None:
         return "pld"
     return None
 
@@ -266,7 +267,7 @@ def family_for_claim(name: str, claim: Any, delta: float) -> CurveFamily:
         raise ValueError(f"family must be one of {', '.join(FAMILY_NAMES)}, got {name!r}.")
     if name != "pld":
         return FAMILIES[name](delta)
-    found = _subsampled_gaussian(claim.event) if claim is not None else None
+    found = dpsgd_parameters(claim.event) if claim is not None else None
     if found is None:
         raise ValueError(
             "the pld family is DP-SGD's own (its sampling rate and steps); this mechanism's claim is not DP-SGD."

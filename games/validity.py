@@ -32,8 +32,9 @@ from tqdm.auto import tqdm
 
 from analysis import fdp, multi_run, one_run
 from analysis._counting import counts_one_sided
-from analysis.accounting import NeighbouringRelation, PrivacyClaim, gaussian_epsilon
-from analysis.thresholds import Bonferroni, Explicit, Split, ThresholdStrategy, quantile_thresholds
+from analysis.accounting import NeighbouringRelation, PrivacyClaim, dpsgd_claim, gaussian_epsilon
+from analysis.families import dpsgd_parameters, family_for_claim
+from analysis.thresholds import Bonferroni, Explicit, Split, ThresholdStrategy, _levels, quantile_thresholds
 from attacks import Identity
 from games.one_run import OneRunGame
 from mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
@@ -44,6 +45,7 @@ __all__ = [
     "EstimatorSpec",
     "NullScores",
     "Scenario",
+    "SubsampledGaussianScores",
     "default_scenarios",
     "register_estimator",
     "validate",
@@ -100,14 +102,52 @@ class NullScores(Mechanism):
         return PrivacyClaim(event=dp_accounting.NoOpDpEvent(), neighbouring=NeighbouringRelation.ADD_OR_REMOVE_ONE)
 
 
+@dataclass(frozen=True, slots=True)
+class SubsampledGaussianScores(Mechanism):
+    """White-box DP-SGD's canary scores: T steps of the Poisson-subsampled Gaussian on each canary, summed.
+
+    A member's score sums its T steps' sampled unit contributions (each step with probability q) and the noise,
+    Bin(T, q) + N(0, T σ²); a non-member's is the noise alone.  A post-processing of the T outputs of DP-SGD's
+    mechanism in each canary's bit, so its trade-off curve is at least DP-SGD's PLD curve of (σ, q, T).
+    """
+
+    name: ClassVar[str] = "subsampled-gaussian-scores"
+    input_kind: ClassVar[str] = "canary-bits"
+    release_kind: ClassVar[str] = "per-canary-values"
+
+    sigma: float
+    sampling_rate: float
+    steps: int
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> Scores:
+        bits = np.asarray(data, dtype=bool)
+        signal = rng.binomial(self.steps, self.sampling_rate, size=bits.shape[0]) * bits
+        return signal + rng.normal(0.0, self.sigma * math.sqrt(self.steps), size=bits.shape[0])
+
+    def privacy_claim(self) -> PrivacyClaim:
+        return dpsgd_claim(self.sigma, self.sampling_rate, self.steps)
+
+
 def default_scenarios() -> list[Scenario]:
-    """Randomized response at ε = 1, the Gaussian mechanism with μ = 2, and the null game (ε = μ = 0)."""
+    """Randomized response at ε = 1, the Gaussian mechanism with μ = 2, the null game (ε = μ = 0), and white-box
+    DP-SGD's canary scores (σ = 0.8, q = 0.5, T = 4), whose curve is the PLD family's member at ν = 1/σ."""
+    dpsgd = SubsampledGaussianScores(0.8, 0.5, 4)
     return [
         Scenario("randomized-response eps=1", RandomizedResponse(epsilon=1.0), 1000, 0.0, 1.0, None, 0.5, (0.0, 1.0)),
         Scenario(
             "gaussian mu=2", GaussianMechanism(sigma=0.5), 1000, 1e-8, gaussian_epsilon(0.5, 1e-8), 2.0, 0.5, (0.0, 1.0)
         ),
         Scenario("null", NullScores(), 1000, 0.0, 0.0, 0.0, 0.0, (-1.0, 1.0)),
+        Scenario(
+            "dpsgd q=0.5 T=4 sigma=0.8",
+            dpsgd,
+            1000,
+            1e-5,
+            dpsgd.privacy_claim().epsilon(1e-5),
+            None,
+            1.0,
+            (0.0, 2.0),
+        ),
     ]
 
 
@@ -123,6 +163,9 @@ class EstimatorSpec:
     parameter: str = "epsilon"
     strategies: tuple[str, ...] = ("explicit", "bonferroni", "split")
     two_sided: bool = False
+    # for an estimator whose family is built from the scenario's claim: whether the audit's bound exceeds the truth,
+    # ``violates(in, out, confidence, strategy, claim, delta)`` (None where the family does not apply)
+    violates: Callable[[Scores, Scores, float, ThresholdStrategy, PrivacyClaim, float], bool | None] | None = None
 
 
 def _one_run(two_sided: bool) -> Callable[[Scores, Scores, float, float, ThresholdStrategy], float]:
@@ -156,6 +199,29 @@ def _fdp(family: str, two_sided: bool = False) -> Callable[[Scores, Scores, floa
     return run
 
 
+def _pld_violates(
+    a: Scores, b: Scores, confidence: float, strategy: ThresholdStrategy, claim: PrivacyClaim, delta: float
+) -> bool | None:
+    """Whether the f-DP audit with DP-SGD's own PLD family bounds above the truth ν = 1/σ: exactly when a test it
+    makes (the explicit threshold, or any Bonferroni candidate at its share of β) rejects the true curve, since the
+    rejected parameters are an interval from 0.  One rejection test per candidate instead of a PLD search."""
+    found = dpsgd_parameters(claim.event)
+    if found is None:
+        return None
+    sigma = found[0]
+    truth = family_for_claim("pld", claim, delta).curve(1.0 / sigma)
+    pooled = np.concatenate([a, b])
+    if isinstance(strategy, Explicit):
+        candidates, beta = [strategy.threshold], 1.0 - confidence
+    elif isinstance(strategy, Bonferroni):
+        candidates = quantile_thresholds(pooled, None if strategy.candidates == "all" else _levels(strategy.candidates))
+        beta = (1.0 - confidence) / len(candidates)
+    else:
+        raise ValueError(f"the PLD family's violation check takes explicit or bonferroni, got {strategy!r}.")
+    r, v = counts_one_sided(np.sort(a), np.sort(b), candidates)
+    return any(ri > 0 and fdp.reject(truth, pooled.size, int(ri), int(vi), beta) for ri, vi in zip(r, v, strict=True))
+
+
 ESTIMATORS: dict[str, EstimatorSpec] = {
     "one-run": EstimatorSpec(_one_run(False)),
     "one-run two-sided": EstimatorSpec(_one_run(True), two_sided=True),
@@ -163,6 +229,9 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
     "multi-run GDP (mu)": EstimatorSpec(_multi_run_gdp, parameter="mu"),
     "f-DP one-run, pure": EstimatorSpec(_fdp("pure")),
     "f-DP one-run, Gaussian (mu)": EstimatorSpec(_fdp("gaussian"), parameter="mu"),
+    "f-DP one-run, PLD (own q, T)": EstimatorSpec(
+        _fdp("pure"), strategies=("explicit", "bonferroni"), violates=_pld_violates
+    ),
 }
 
 
@@ -244,6 +313,17 @@ def _repetition(
             outcome = game.play(scenario.mechanism, Identity(), seed=game_seed)
             ins, outs = outcome.scores[outcome.membership], outcome.scores[~outcome.membership]
             for name, spec in estimators.items():
+                if spec.violates is not None:
+                    claim = scenario.mechanism.privacy_claim()
+                    if claim is None:
+                        continue
+                    for strategy_name in spec.strategies:
+                        strategy = _strategy(strategy_name, scenario, spec.two_sided, split)
+                        for confidence in confidences:
+                            hit = spec.violates(ins, outs, confidence, strategy, claim, scenario.delta)
+                            if hit is not None:
+                                rows.append((scenario.name, name, strategy_name, confidence, hit))
+                    continue
                 truth = scenario.mu if spec.parameter == "mu" else scenario.epsilon
                 if truth is None:
                     continue

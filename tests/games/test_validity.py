@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -71,3 +72,38 @@ def test_every_estimator_keeps_its_promise_and_invalid_ones_are_caught():
     assert failures.empty, failures.to_string()
     for name in INVALID_ESTIMATORS:
         assert not table[table["estimator"] == name]["ok"].all(), f"{name} was not caught"
+
+
+def test_the_dpsgd_scenario_and_its_pld_estimator():
+    scenario = {s.name: s for s in default_scenarios()}["dpsgd q=0.5 T=4 sigma=0.8"]
+    claim = scenario.mechanism.privacy_claim()
+    assert scenario.epsilon == claim.epsilon(1e-5) and scenario.mu is None
+    table = validate(repetitions=3, confidences=(0.7,), estimators=["f-DP one-run, PLD (own q, T)"])
+    pld = table[table["estimator"] == "f-DP one-run, PLD (own q, T)"]
+    assert set(pld["scenario"]) == {scenario.name}  # its family exists only for the DP-SGD claim
+    assert set(pld["strategy"]) == {"explicit", "bonferroni"}
+
+
+@pytest.mark.slow  # each full audit searches the PLD family (a PLD composition per step)
+def test_the_pld_violation_check_is_the_full_audits():
+    """The bound exceeds the truth exactly when the true curve is rejected: the cheap check equals the search."""
+    from analysis import fdp
+    from analysis.families import family_for_claim
+    from analysis.thresholds import Bonferroni, Explicit
+    from games.validity import _pld_violates
+
+    scenario = {s.name: s for s in default_scenarios()}["dpsgd q=0.5 T=4 sigma=0.8"]
+    claim = scenario.mechanism.privacy_claim()
+    family = family_for_claim("pld", claim, 1e-5)
+    seen = set()
+    rng = np.random.default_rng(8)
+    for leak in (0.0, 8.0):  # the mechanism itself, and a leak far beyond its claim (violations)
+        member = rng.random(1000) < 0.5
+        scores = scenario.mechanism.release(member, rng=rng) + leak * member
+        a, b = scores[member], scores[~member]
+        for strategy in (Explicit(1.0), Bonferroni(10)):
+            bound = fdp.audit_scores(a, b, family=family, confidence=0.7, threshold=strategy).details["parameter"]
+            violated = bound > 1 / 0.8 + 1e-9
+            assert _pld_violates(a, b, 0.7, strategy, claim, 1e-5) == violated
+            seen.add(violated)
+    assert seen == {True, False}  # both outcomes checked
