@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from games._text import printable
 from games.config import ExperimentConfig, parse_config
-from games.runner import analytic_epsilons, plan_trials, run_manifest
+from games.runner import analytic_epsilons, plan_trials, point_settings, run_manifest
 from games.store import ResultsStore, StoreError, describe_trials
 
 __all__ = ["reanalyse", "reanalysis_config"]
@@ -129,10 +129,7 @@ def reanalyse(
     epsilons = analytic_epsilons(config, progress)
     target = ResultsStore.open_for_run(out, run_manifest(config, epsilons), _config_bytes(source), force=False)
     done = target.done()
-    settings = [
-        config.analysis.bind(p.mechanism.privacy_claim()) if config.analysis.custom else config.analysis
-        for p in config.grid
-    ]
+    settings = point_settings(config)
     start = time.perf_counter()
     with tqdm(
         total=len(trials), initial=len(done), desc="reanalyse", unit="trial", disable=not progress, file=sys.stderr

@@ -60,6 +60,7 @@ __all__ = [
     "analytic_epsilons",
     "dry_run",
     "plan_trials",
+    "point_settings",
     "run_experiment",
     "run_manifest",
 ]
@@ -285,6 +286,14 @@ class _RunsBar:
         if self.thread.is_alive():
             self.thread.join()
         self.bar.close()
+
+
+def point_settings(config: ExperimentConfig) -> list[AnalysisSettings]:
+    """The analysis settings of each grid point, bound to its mechanism's claim when the config chose estimators
+    (their families need it); computed once per point, in the parent."""
+    if not config.analysis.custom:
+        return [config.analysis] * len(config.grid)
+    return [config.analysis.bind(p.mechanism.privacy_claim()) for p in config.grid]
 
 
 def run_manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]:
@@ -692,11 +701,7 @@ def _jobs(
     progress_path: Callable[[int], Path] | None,
 ) -> list[tuple[Any, ...]]:
     per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
-    # the analysis bound to each grid point's claim (the estimators' families need it), once per point
-    settings = [
-        config.analysis.bind(p.mechanism.privacy_claim()) if config.analysis.custom else config.analysis
-        for p in config.grid
-    ]
+    settings = point_settings(config)
     return [
         (
             config.grid[t.grid_index],
