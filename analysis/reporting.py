@@ -165,12 +165,14 @@ def plot_lower_bounds(
     top = float(np.nanmax(data["epsilon_analytic"]))
     ax.plot([0, top], [0, top], color="grey", linestyle="--", linewidth=1, label="ε lower bound = analytic ε")
     ax.set_xlabel("analytic ε")
-    ax.set_ylabel(f"empirical ε lower bound ({bound}" + (f", {band[0]}–{band[1]} band)" if band else ")"))
+    ax.set_ylabel(f"empirical ε lower bound ({bound})")
+    if band is not None:
+        ax.plot([], [], color="grey", alpha=0.4, linewidth=6, label=f"band: {band[0]} to {band[1]}")
     ax.set_xlim(0, top * 1.05)
     ax.set_ylim(0, top * 1.05)
     if title:
-        ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="small")
+        ax.set_title(title, fontsize="small")
+    ax.legend(loc="upper left", fontsize="x-small")
     fig.savefig(out)
     plt.close(fig)
     return out

@@ -354,7 +354,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         ladder = ladder_results(args.results, **trust)
         sys.stdout.write("\n" + format_table(ladder, args.format))
-        print(f"ladder written to {plot_ladder(ladder, args.ladder, title=Path(args.results).name)}", file=sys.stderr)
+        from games.report import ladder_context
+
+        title, context = ladder_context(args.results)
+        written = plot_ladder(ladder, args.ladder, title=f"{title}\n{context}", truth_label="analytic ε")
+        print(f"ladder written to {written}", file=sys.stderr)
     return 0
 
 

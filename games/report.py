@@ -9,6 +9,7 @@ summarises its own trials, so a plugin is needed only when the game itself comes
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,7 +197,7 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
         records = records.assign(group=[labels[int(g)] for g in records["grid_point"]])
         if records["group"].nunique() == 1:
             records = records.drop(columns=["group"])
-        return plot_risk_scatter(records, path, title=Path(root).name)
+        return plot_risk_scatter(records, path, title=printable(str(manifest.get("name") or Path(root).name)))
     group_by = [c for c in swept if not c.startswith("mechanism.")]
     game = _table(_table(store.manifest().get("config")).get("game")).get("name")
     cls = GAMES.get(game) if isinstance(game, str) and game in GAMES else Game
@@ -207,8 +208,14 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
         manifest = store.manifest()
         title = printable(str(manifest.get("name") or Path(root).name))
         return plot_roc_curves(curves, path, title=title, subtitle=_context(store))
+    name, context = ladder_context(root)
     return plot_lower_bounds(
-        summary, path, group_by=group_by, title=Path(root).name, bound=cls.headline, band=cls.headline_band
+        summary,
+        path,
+        group_by=group_by,
+        title=f"{name}\n" + textwrap.fill(context, 60),
+        bound=cls.headline,
+        band=cls.headline_band,
     )
 
 
