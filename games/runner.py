@@ -928,7 +928,8 @@ def dry_run(
         if announce is not None:
             announce(f"timing trial {trial.index} (grid point {trial.grid_index}; not stored) ...")
         point = config.grid[trial.grid_index]
-        attempt = _attempt(point, trial, config.analysis, analytic_epsilon(point, config.analysis.delta))
+        settings = config.analysis.bind(point.mechanism.privacy_claim()) if config.analysis.custom else config.analysis
+        attempt = _attempt(point, trial, settings, analytic_epsilon(point, config.analysis.delta))
         if attempt.failure is not None:
             timing_error = f"trial {trial.index} failed: {attempt.failure['error']}"
         else:

@@ -196,3 +196,11 @@ def test_report_ladder_draws_every_estimator_and_writes_its_latex_table(write_co
     assert "a bound above the analytic $\\varepsilon$ in a few repetitions (the max) is expected" in tex
     assert tex.count(r" \\") == 1 + 2 + 0  # header and two grid points (the caption has none)
     assert "LaTeX table" in capsys.readouterr().err
+
+
+def test_dry_run_times_a_trial_with_the_chosen_estimators(write_config, tmp_path):
+    from games.runner import dry_run
+
+    config = load_config(write_config({"analysis": {"estimators": ["steinke", "fdp"]}}, name="dry"))
+    plan = dry_run(config, tmp_path / "out")
+    assert plan.timing_error is None and plan.seconds_per_trial is not None  # the trial's analysis had the claim
