@@ -125,8 +125,8 @@ def _forward(
 ) -> Tensor:
     """Batched forward pass: ``params`` alternate W (K, in, out) and b (K, 1, out); x (K, B, in).
 
-    ``sparse``, when given, is x's rows as ``(index, value)`` for :class:`_SparseInputLinear`, taken by a first
-    layer that is not narrow.
+    ``sparse``, when given, is x's rows as ``(index, value)`` for :class:`_SparseInputLinear`, taken by the first
+    layer (given only when that layer is not narrow).
     """
     act = {"relu": torch.relu, "tanh": torch.tanh, "elu": torch.nn.functional.elu, "gelu": torch.nn.functional.gelu}[
         activation
@@ -135,7 +135,7 @@ def _forward(
     last = len(params) // 2 - 1
     for k in range(last + 1):
         w, b = params[2 * k], params[2 * k + 1]
-        if k == 0 and sparse is not None and w.shape[2] >= _NARROW:
+        if k == 0 and sparse is not None:
             h = _SparseInputLinear.apply(sparse[0], sparse[1], h, w, b)
         else:
             h = _BatchedLinear.apply(h, w, b)
@@ -179,7 +179,8 @@ def train_networks(
     device = generators[0].device if len(generators) else torch.device("cpu")
     x = torch.tensor(data.x, device=device)  # copies: the pool's arrays may be read-only (torch warns on those)
     y = torch.tensor(data.y, device=device)
-    sparse_rows = _sparse_rows(x)
+    # only a wide first layer takes the sparse rows (a narrow one, logistic regression's, takes transposed products)
+    sparse_rows = _sparse_rows(x) if sizes[1] >= _NARROW else None
     counts = masks.sum(axis=1)
     out: list[NetworkRelease | None] = [None] * len(generators)
     for n in np.unique(counts):
