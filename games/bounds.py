@@ -40,6 +40,7 @@ __all__ = [
     "settings_problem",
     "summary_columns",
     "threshold_strategy",
+    "tightness",
 ]
 
 THRESHOLD_RULES = ("top-k", "bonferroni", "split", "explicit")
@@ -252,6 +253,11 @@ def estimator_labels(columns: Sequence[str]) -> list[str]:
     return [c.removesuffix(".epsilon_lb") for c in columns if c.endswith(".epsilon_lb")]
 
 
+def tightness(bound: float, analytic: float) -> float:
+    """A bound over the analytic ε; NaN where the mechanism claims no finite positive ε."""
+    return bound / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
+
+
 def summary_columns(rows: pd.DataFrame, analytic: float) -> dict[str, float]:
     """Each estimator's summary over a grid point's trials: ``<label>.epsilon_lb_{mean,median,min,max}`` and its
     ``<label>.tightness`` (median over the analytic ε)."""
@@ -263,5 +269,5 @@ def summary_columns(rows: pd.DataFrame, analytic: float) -> dict[str, float]:
         out[f"{label}.epsilon_lb_median"] = median
         out[f"{label}.epsilon_lb_min"] = float(np.min(lb))
         out[f"{label}.epsilon_lb_max"] = float(np.max(lb))
-        out[f"{label}.tightness"] = median / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
+        out[f"{label}.tightness"] = tightness(median, analytic)
     return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -162,6 +161,8 @@ class MultiRunGame(Game):
         membership = np.concatenate([o.membership for o in outcomes])
         if settings.custom:
             return self._summarise_custom(rows, settings, scores, membership)
+        from games.bounds import tightness
+
         pooled = self._audit(scores, membership, settings)
         per_trial = rows["epsilon_lb"].to_numpy(dtype=float)
         analytic = float(rows["epsilon_analytic"].iloc[0])
@@ -170,7 +171,7 @@ class MultiRunGame(Game):
             "epsilon_lb": pooled["epsilon_lb"],
             "fpr_ub": pooled["fpr_ub"],
             "fnr_ub": pooled["fnr_ub"],
-            "tightness": pooled["epsilon_lb"] / analytic if math.isfinite(analytic) and analytic > 0 else math.nan,
+            "tightness": tightness(pooled["epsilon_lb"], analytic),
             "n_runs": int(scores.size),
             "epsilon_lb_median": float(np.median(per_trial)),
             "epsilon_lb_min": float(np.min(per_trial)),
@@ -183,19 +184,20 @@ class MultiRunGame(Game):
     ) -> dict[str, float | int]:
         """Each chosen estimator pooled over every run of the grid point (``<label>.epsilon_lb``, the first also
         ``epsilon_lb``), with the per-trial summaries; a split's mask is drawn from the pooled trials' indices."""
-        from games.bounds import pooled_columns, summary_columns
+        from games.bounds import pooled_columns, summary_columns, tightness
 
         analytic = float(rows["epsilon_analytic"].iloc[0])
         rng = np.random.default_rng(np.random.SeedSequence([int(t) for t in rows["trial"]]))
         pooled = pooled_columns(settings, rows, scores, membership, rng=rng, default=self._threshold())
 
-        def tight(bound: float) -> float:
-            return bound / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
-
-        out: dict[str, float | int] = {"epsilon_analytic": analytic, **pooled, "tightness": tight(pooled["epsilon_lb"])}
+        out: dict[str, float | int] = {
+            "epsilon_analytic": analytic,
+            **pooled,
+            "tightness": tightness(pooled["epsilon_lb"], analytic),
+        }
         for column, value in summary_columns(rows, analytic).items():  # the per-trial bounds' spread
             if not column.endswith(".tightness"):
                 out[column] = value
         for column in [c for c in pooled if c.endswith(".epsilon_lb")]:
-            out[column.replace(".epsilon_lb", ".tightness")] = tight(float(pooled[column]))  # of the pooled bound
+            out[column.replace(".epsilon_lb", ".tightness")] = tightness(float(pooled[column]), analytic)  # pooled
         return {**out, "n_runs": int(scores.size), "n_trials": len(rows)}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -157,8 +156,7 @@ class OneRunGame(Game):
         lb = rows["epsilon_lb"].to_numpy(dtype=float)
         analytic = float(rows["epsilon_analytic"].iloc[0])
         median = float(np.median(lb))
-        tightness = median / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
-        from games.bounds import summary_columns
+        from games.bounds import summary_columns, tightness
 
         return {
             "epsilon_analytic": analytic,
@@ -166,7 +164,7 @@ class OneRunGame(Game):
             "epsilon_lb_median": median,
             "epsilon_lb_min": float(np.min(lb)),
             "epsilon_lb_max": float(np.max(lb)),
-            "tightness": tightness,
+            "tightness": tightness(median, analytic),
             "n_trials": len(lb),
             **summary_columns(rows, analytic),
         }

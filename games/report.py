@@ -244,7 +244,9 @@ def brief_summary(root: str, summary: pd.DataFrame, swept: Sequence[str]) -> tup
     config = _table(ResultsStore(root).manifest().get("config"))
     _, games = stored_games(config, tuple(swept))
     brief = games[0].brief_columns() if games else None
-    labels = [c.removesuffix(".epsilon_lb_median") for c in summary.columns if c.endswith(".epsilon_lb_median")]
+    from analysis.reporting import estimator_labels_of
+
+    labels = estimator_labels_of(summary)
     if brief is None and labels:  # [analysis] estimators: each estimator's columns, not the first one's twice
         ends = ("epsilon_lb", "epsilon_lb_median", "epsilon_lb_min", "epsilon_lb_max", "tightness")
         brief = (*(f"{label}.{end}" for label in labels for end in ends), "n_runs", "n_trials")
