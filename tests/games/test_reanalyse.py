@@ -161,3 +161,13 @@ def test_the_command_line(finished, tmp_path, capsys):
     analysis.write_text("[analysis\n")
     assert main(["reanalyse", str(root), "--out", str(tmp_path / "c"), "--config", str(analysis)]) == 2
     assert "is not valid TOML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["analysis = 5\n", "[analysis]\nconfidence = 0.9\n[analysis.extra]\nx = 1\n"])
+def test_an_analysis_file_without_a_plain_analysis_section_is_refused(finished, tmp_path, capsys, text):
+    _, root = finished
+    analysis = tmp_path / "analysis.toml"
+    analysis.write_text(text)
+    assert main(["reanalyse", str(root), "--out", str(tmp_path / "c"), "--config", str(analysis)]) == 2
+    assert "must hold an [analysis] section" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
