@@ -19,6 +19,7 @@ __all__ = [
     "estimator_labels_of",
     "format_table",
     "ladder_latex",
+    "latex_header",
     "plot_estimator_ladder",
     "plot_lower_bounds",
     "plot_roc_curves",
@@ -39,6 +40,8 @@ def _cell(value: Any, digits: int) -> str:
             return "none"
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
+        if x != 0 and abs(x) < min(1e-3, 0.5 * 10.0**-digits):  # a δ of 1e-5 would print as 0.000
+            return f"{x:.{digits}g}"
         return f"{x:.{digits}f}"
     return str(value)
 
@@ -94,7 +97,7 @@ def format_table(df: pd.DataFrame, fmt: str = "table", *, digits: int = 3) -> st
         lines = [
             r"\begin{tabular}{" + "r" * len(header) + "}",
             r"\toprule",
-            " & ".join(_latex_escape(h) for h in header) + r" \\",
+            " & ".join(latex_header(h) for h in header) + r" \\",
             r"\midrule",
             *(" & ".join(_latex_escape(c) for c in r) + r" \\" for r in body),
             r"\bottomrule",
@@ -158,7 +161,13 @@ def plot_lower_bounds(
     for key, part in groups:
         part = part.sort_values("epsilon_analytic")
         x = part["epsilon_analytic"].to_numpy(dtype=float)
-        label = ", ".join(f"{c}={v}" for c, v in zip(group_by, key, strict=True)) or bound
+        label = (
+            ", ".join(
+                f"{PARAMETER_NAMES.get(c, (c, c))[0]}={v:g}" if isinstance(v, float) else f"{c}={v}"
+                for c, v in zip(group_by, key, strict=True)
+            )
+            or bound
+        )
         (line,) = ax.plot(x, part[bound], marker="o", label=label)
         if band is not None:
             ax.fill_between(x, part[band[0]], part[band[1]], color=line.get_color(), alpha=0.2, linewidth=0)
@@ -242,8 +251,37 @@ PARAMETER_NAMES: dict[str, tuple[str, str]] = {
     "mechanism.sigma": ("σ", r"$\sigma$"),
     "mechanism.noise_multiplier": ("σ", r"$\sigma$"),
     "game.m": ("m", r"$m$"),
+    "analysis.confidence": ("confidence", "confidence"),
+    "analysis.delta": ("δ", r"$\delta$"),
     "epsilon_analytic": ("analytic ε", r"analytic $\varepsilon$"),
 }
+
+#: readable LaTeX for the summary columns' metric names (after an estimator's ``label.``, or alone)
+_METRIC_NAMES: dict[str, str] = {
+    "epsilon_lb": r"$\varepsilon_{\mathrm{lb}}$",
+    "epsilon_lb_median": r"median $\varepsilon_{\mathrm{lb}}$",
+    "epsilon_lb_min": r"min $\varepsilon_{\mathrm{lb}}$",
+    "epsilon_lb_max": r"max $\varepsilon_{\mathrm{lb}}$",
+    "tightness": "tightness",
+    "n_trials": "trials",
+    "n_runs": "runs",
+}
+
+
+def latex_header(column: str) -> str:
+    """A summary column's LaTeX header: ε for ``mechanism.epsilon``, ``\texttt{fdp_pld}`` median
+    :math:`\varepsilon_{lb}` for ``fdp_pld.epsilon_lb_median``; other names escaped as they are."""
+    if column in PARAMETER_NAMES:
+        return PARAMETER_NAMES[column][1]
+    if column in _METRIC_NAMES:
+        return _METRIC_NAMES[column]
+    head, dot, metric = column.rpartition(".")
+    if dot and metric in _METRIC_NAMES and not head.startswith(("game", "mechanism", "attack", "analysis")):
+        return rf"\texttt{{{_latex_escape(head)}}} {_METRIC_NAMES[metric]}"
+    if column.startswith(("game.", "mechanism.", "attack.", "analysis.")):
+        return _latex_escape(column.partition(".")[2])
+    return _latex_escape(column)
+
 
 _LATEX_UNICODE = {
     "ε": r"$\varepsilon$",
@@ -305,38 +343,75 @@ def plot_estimator_ladder(
         raise ValueError(f"path must end in .png, .pdf or .svg, got {str(out)!r}.")
     shown = [lab for lab in labels if np.isfinite(summary[f"{lab}.epsilon_lb_median"].to_numpy(dtype=float)).any()]
     omitted = [lab for lab in labels if lab not in shown]
+    # an analysis sweep (confidence, δ) gets one panel per setting: rows the first swept key, columns the second
+    panel_keys = [c for c in swept if c.startswith("analysis.")]
+    along = [c for c in swept if c not in panel_keys]
+    rows_of = list(dict.fromkeys(summary[panel_keys[0]])) if panel_keys else [None]
+    cols_of = list(dict.fromkeys(summary[panel_keys[1]])) if len(panel_keys) > 1 else [None]
+    n_points = len(summary) // (len(rows_of) * len(cols_of))
+    width_each = max(4.0, 1.2 * n_points + 1.5) if panel_keys else max(6.0, 1.5 * n_points + 2.5)
+    fig, axes = plt.subplots(
+        len(rows_of),
+        len(cols_of),
+        figsize=(width_each * len(cols_of) + 0.5, 3.2 * len(rows_of) + 1.2),
+        layout="constrained",
+        sharey=True,
+        squeeze=False,
+    )
+    for i, row_value in enumerate(rows_of):
+        for j, col_value in enumerate(cols_of):
+            part = summary
+            heading = []
+            for key, value in (
+                (panel_keys[0] if panel_keys else None, row_value),
+                (panel_keys[1] if len(panel_keys) > 1 else None, col_value),
+            ):
+                if key is not None:
+                    part = part[part[key] == value]
+                    heading.append(f"{PARAMETER_NAMES.get(key, (key, key))[0]} = {value:g}")
+            ax = axes[i][j]
+            _draw_ladder(ax, part, shown, along)
+            if heading:
+                ax.set_title(", ".join(heading), fontsize="small")
+            if j == 0:
+                ax.set_ylabel("ε lower bound (median;\nbar: min–max over repetitions)", fontsize="small")
+    fig.suptitle(f"{title}\n{subtitle}", fontsize="medium")
+    note = f"no bound at this δ: {', '.join(omitted)}" if omitted else None
+    if note:
+        axes[-1][-1].text(
+            0.99, 0.01, note, transform=axes[-1][-1].transAxes, ha="right", va="bottom", fontsize="x-small"
+        )
+    axes[0][0].legend(fontsize="x-small", loc="upper left")
+    fig.savefig(out)
+    plt.close(fig)
+    return out, omitted
+
+
+def _draw_ladder(ax: Any, part: pd.DataFrame, labels: Sequence[str], along: Sequence[str]) -> None:
+    """One panel of the estimator ladder: the grid points of ``part`` along x (labelled by the ``along`` columns),
+    each estimator's median with its min–max bar, and the analytic ε as a dashed line."""
     points = [
         ", ".join(
             f"{PARAMETER_NAMES.get(c, (c, c))[0]} = {row[c]:g}" if isinstance(row[c], float) else f"{c} = {row[c]}"
-            for c in swept
+            for c in along
         )
         or f"point {i}"
-        for i, (_, row) in enumerate(summary.iterrows())
+        for i, (_, row) in enumerate(part.iterrows())
     ]
     x = np.arange(len(points))
-    width = 0.8 / max(len(shown), 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.5 * len(points) + 2.5), 4.4), layout="constrained")
-    for j, label in enumerate(shown):
-        median = summary[f"{label}.epsilon_lb_median"].to_numpy(dtype=float)
-        low = summary[f"{label}.epsilon_lb_min"].to_numpy(dtype=float)
-        high = summary[f"{label}.epsilon_lb_max"].to_numpy(dtype=float)
-        offset = x + (j - (len(shown) - 1) / 2) * width
+    width = 0.8 / max(len(labels), 1)
+    for j, label in enumerate(labels):
+        median = part[f"{label}.epsilon_lb_median"].to_numpy(dtype=float)
+        low = part[f"{label}.epsilon_lb_min"].to_numpy(dtype=float)
+        high = part[f"{label}.epsilon_lb_max"].to_numpy(dtype=float)
+        offset = x + (j - (len(labels) - 1) / 2) * width
         ax.errorbar(offset, median, yerr=[median - low, high - median], fmt="o", capsize=3, label=label)
-    analytic = summary["epsilon_analytic"].to_numpy(dtype=float)
+    analytic = part["epsilon_analytic"].to_numpy(dtype=float)
     for i, value in enumerate(analytic):
         if math.isfinite(value):
             ax.hlines(value, i - 0.45, i + 0.45, colors="black", linestyles="--", linewidth=1.2)
     ax.plot([], [], color="black", linestyle="--", label="analytic ε")
     ax.set_xticks(x, points, fontsize="small")
-    ax.set_ylabel("ε lower bound (median; bar: min–max over repetitions)")
-    ax.set_title(f"{title}\n{subtitle}", fontsize="medium")
-    note = f"no bound at this δ: {', '.join(omitted)}" if omitted else None
-    if note:
-        ax.text(0.99, 0.01, note, transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small")
-    ax.legend(fontsize="x-small", loc="upper left")
-    fig.savefig(out)
-    plt.close(fig)
-    return out, omitted
 
 
 def ladder_latex(summary: pd.DataFrame, swept: Sequence[str], *, caption: str, digits: int = 2) -> str:
@@ -348,7 +423,7 @@ def ladder_latex(summary: pd.DataFrame, swept: Sequence[str], *, caption: str, d
         for lab in estimator_labels_of(summary)
         if np.isfinite(summary[f"{lab}.epsilon_lb_median"].to_numpy(dtype=float)).any()
     ]
-    head = [PARAMETER_NAMES.get(c, (c, _latex_escape(c)))[1] for c in (*swept, "epsilon_analytic")]
+    head = [latex_header(c) for c in (*swept, "epsilon_analytic")]
     head += [rf"\texttt{{{_latex_escape(lab)}}}" for lab in labels]
     head += [rf"tightness \texttt{{{_latex_escape(lab)}}}" for lab in labels]
     text = _latex_escape(f"{caption} {_FOOTNOTE}")

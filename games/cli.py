@@ -2,7 +2,7 @@
 
 Usage::
 
-    privgame run CONFIG.toml --out DIR [--n-jobs N] [--force] [--no-progress]
+    privgame run CONFIG.toml --out DIR [--n-jobs N] [--repetitions N] [--force] [--no-progress]
                  [--dask-scheduler ADDRESS|local [--dask-timeout SECONDS] [--dask-dashboard]]
                  [--cache-dir DIR | --no-cache] [--fail-fast] [--dry-run]
     privgame report DIR [--records] [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
@@ -65,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="delete results of a different config in --out")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first trial that fails")
+    run.add_argument(
+        "--repetitions",
+        type=int,
+        metavar="N",
+        help="repetitions per grid point instead of the config's; on a finished --out, adds repetitions and keeps "
+        "the trials already run",
+    )
     run.add_argument(
         "--dry-run",
         action="store_true",
@@ -135,8 +142,8 @@ def _parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="a TOML file with an [analysis] section (or its keys at the top level)"
     )
     again.add_argument("--estimators", nargs="+", metavar="NAME", help="e.g. steinke fdp fdp_pure (docs/config.md)")
-    again.add_argument("--confidence", type=float)
-    again.add_argument("--delta", type=float)
+    again.add_argument("--confidence", type=float, nargs="+", metavar="C", help="one level, or several to sweep")
+    again.add_argument("--delta", type=float, nargs="+", metavar="D", help="one δ, or several to sweep")
     again.add_argument(
         "--threshold", help="top-k, bonferroni, split, or a number (a table needs --config)", metavar="RULE"
     )
@@ -195,7 +202,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"{'--dask-timeout' if args.dask_timeout is not None else '--dask-dashboard'} needs --dask-scheduler."
         )
     config_bytes = read_config_bytes(args.config)
-    config = load_config(args.config, config_bytes)
+    config = load_config(args.config, config_bytes, repetitions=args.repetitions)
     if args.dry_run:
         return _dry_run(config, args)
     problem = writable_directory_problem(args.out)
@@ -241,6 +248,8 @@ def _resume_command(args: argparse.Namespace) -> str:
     import shlex
 
     command = ["privgame", "run", args.config, "--out", args.out]
+    if args.repetitions is not None:
+        command += ["--repetitions", str(args.repetitions)]
     if args.n_jobs != 1:
         command += ["--n-jobs", str(args.n_jobs)]
     if args.dask_scheduler is not None:
@@ -408,6 +417,11 @@ def _cmd_ladder(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_or_sweep(values: list[float] | None) -> float | list[float] | None:
+    """An option given one value or several: the value, or the list that sweeps it."""
+    return values if values is None or len(values) > 1 else values[0]
+
+
 def _cmd_reanalyse(args: argparse.Namespace) -> int:
     from games.reanalyse import reanalyse
     from games.resources import writable_directory_problem
@@ -435,8 +449,8 @@ def _cmd_reanalyse(args: argparse.Namespace) -> int:
             pass
     given = {
         "estimators": args.estimators,
-        "confidence": args.confidence,
-        "delta": args.delta,
+        "confidence": _one_or_sweep(args.confidence),
+        "delta": _one_or_sweep(args.delta),
         "threshold": threshold,
         "two_sided": args.two_sided,
         "allow_unmatched_family": args.allow_unmatched_family,

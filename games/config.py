@@ -10,8 +10,11 @@ A config has five sections (``docs/config.md`` documents the schema)::
 
 A list value in ``[game]``, ``[mechanism]`` or ``[attack]`` sweeps that parameter; several lists sweep their
 cartesian product (in file order: game, mechanism, attack).  A parameter whose own type is a sequence takes a
-flat list as one value and a list of lists as a sweep.  Every name, parameter, value and the compatibility of
-every grid point's (game, mechanism, attack) are checked here, before any trial runs.
+flat list as one value and a list of lists as a sweep.  A list of ``confidence`` or ``delta`` in ``[analysis]``
+sweeps the analysis: its values are the innermost axes of the grid (confidence, then δ), and the grid points that
+differ only in them analyse the same trials (one mechanism run, the same trial seeds; see :attr:`GridPoint.play`).
+Every name, parameter, value and the compatibility of every grid point's (game, mechanism, attack, analysis) are
+checked here, before any trial runs.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import hashlib
 import importlib
 import itertools
 import json
+import math
 import tomllib
 import types
 import typing
@@ -37,6 +41,7 @@ from games.resources import memory_problem
 from mechanisms._base import Mechanism
 
 __all__ = [
+    "ANALYSIS_SWEEPS",
     "ConfigError",
     "ExperimentConfig",
     "GridPoint",
@@ -51,6 +56,8 @@ __all__ = [
 _COMPONENT_SECTIONS: dict[str, Registry[Any]] = {"game": GAMES, "mechanism": MECHANISMS, "attack": ATTACKS}
 _SECTIONS = ("experiment", "game", "mechanism", "attack", "analysis")
 _EXPERIMENT_KEYS = ("name", "seed", "repetitions", "plugins", "description")
+#: the ``[analysis]`` keys a list sweeps (in this order, innermost last); ``estimators`` takes a list as its value
+ANALYSIS_SWEEPS = ("confidence", "delta")
 
 
 class ConfigError(ValueError):
@@ -59,13 +66,34 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class GridPoint:
-    """One point of the parameter grid: its swept values and the components built from them."""
+    """One point of the parameter grid: its swept values, the components built from them and its analysis.
+
+    Attributes
+    ----------
+    index : int
+        Position in the grid.
+    params : mapping
+        The swept values, ``"section.key" → value`` (``analysis.confidence`` for an analysis sweep).
+    game, mechanism, attack
+        The components (shared by the points of the same :attr:`play`).
+    analysis : AnalysisSettings
+        How this point's trials are analysed (not yet bound to the mechanism's claim).
+    play : int
+        Which (game, mechanism, attack) combination the point plays: grid points differing only in the analysis
+        sweep share it, and with it their trials' seeds and outcomes.  Equal to ``index`` without analysis sweeps.
+    """
 
     index: int
     params: Mapping[str, Any]
     game: Game
     mechanism: Mechanism
     attack: Attack
+    analysis: AnalysisSettings = dataclasses.field(default_factory=AnalysisSettings)
+    play: int = -1
+
+    def __post_init__(self) -> None:
+        if self.play < 0:
+            object.__setattr__(self, "play", self.index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +110,15 @@ class ExperimentConfig:
     plugins : tuple of str
         Modules imported before names are resolved (they register their own components).
     analysis : AnalysisSettings
+        The ``[analysis]`` settings, with each swept key at its first value (each grid point has its own,
+        :attr:`GridPoint.analysis`).
     swept : tuple of str
-        The swept parameters, as ``"section.key"``.
+        The swept parameters, as ``"section.key"``: the components' in file order, then the analysis'.
     grid : tuple of GridPoint
     raw : dict
         The config as read; stored with the results and hashed to recognise the same experiment.
+    analysis_sweeps : mapping of str to tuple, default={}
+        The swept ``[analysis]`` keys and their values (``{"confidence": (0.9, 0.95)}``).
     """
 
     name: str
@@ -97,10 +129,19 @@ class ExperimentConfig:
     swept: tuple[str, ...]
     grid: tuple[GridPoint, ...]
     raw: Mapping[str, Any]
+    analysis_sweeps: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def n_trials(self) -> int:
         return len(self.grid) * self.repetitions
+
+    @property
+    def plays(self) -> tuple[GridPoint, ...]:
+        """The first grid point of each play (its components), in play order."""
+        seen: dict[int, GridPoint] = {}
+        for point in self.grid:
+            seen.setdefault(point.play, point)
+        return tuple(seen.values())
 
     @property
     def normalised(self) -> dict[str, Any]:
@@ -112,13 +153,13 @@ class ExperimentConfig:
             "seed": self.seed,
             "repetitions": self.repetitions,
             "plugins": list(self.plugins),
-            "analysis": self.analysis.identity(),
+            "analysis": {**self.analysis.identity(), **{k: list(v) for k, v in self.analysis_sweeps.items()}},
             "grid": [
                 {
                     s: {"name": c.name, **_plain(c)}
                     for s, c in (("game", p.game), ("mechanism", p.mechanism), ("attack", p.attack))
                 }
-                for p in self.grid
+                for p in self.plays
             ],
         }
 
@@ -202,9 +243,10 @@ def decode_config(data: bytes, path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: {exc}.") from None
 
 
-def load_config(path: str | Path, data: bytes | None = None) -> ExperimentConfig:
+def load_config(path: str | Path, data: bytes | None = None, *, repetitions: int | None = None) -> ExperimentConfig:
     """Read and validate a TOML experiment config (``data``: its bytes, already read with
-    :func:`read_config_bytes`, so that what is stored is exactly what was validated).
+    :func:`read_config_bytes`, so that what is stored is exactly what was validated; ``repetitions``: replaces
+    ``[experiment] repetitions``, as ``privgame run --repetitions`` does).
 
     Raises
     ------
@@ -217,6 +259,13 @@ def load_config(path: str | Path, data: bytes | None = None) -> ExperimentConfig
     experiment = table.get("experiment")
     if isinstance(experiment, dict) and "name" not in experiment:
         experiment["name"] = p.stem
+    if repetitions is not None:
+        if not isinstance(experiment, dict):
+            raise ConfigError("missing section [experiment].")
+        try:
+            experiment["repetitions"] = check_int("--repetitions", repetitions, low=1)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
     return parse_config(table)
 
 
@@ -256,9 +305,9 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
             else:
                 fixed[section][key] = _freeze(value)
 
-    analysis = _parse_analysis(data.get("analysis", {}))
+    base, analysis_sweeps, analyses = _parse_analysis(data.get("analysis", {}))
     grid: list[GridPoint] = []
-    for index, combo in enumerate(itertools.product(*(values for _, _, values in sweeps))):
+    for play, combo in enumerate(itertools.product(*(values for _, _, values in sweeps))):
         params = {section: dict(values) for section, values in fixed.items()}
         for (section, key, _), value in zip(sweeps, combo, strict=True):
             params[section][key] = value
@@ -268,14 +317,20 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
         reason = built["game"].incompatibility(built["mechanism"], built["attack"])
         if reason is not None:
             raise ConfigError(f"incompatible components: {reason}.")
-        if analysis.custom or analysis.two_sided:
-            from games.bounds import settings_problem
+        for analysis in analyses:
+            if analysis.custom or analysis.two_sided:
+                from games.bounds import settings_problem
 
-            claim = built["mechanism"].privacy_claim()
-            problem = settings_problem(analysis.bind(claim), kind=built["game"].bound_kind, game=built["game"].name)
-            if problem is not None:
-                raise ConfigError(f"[analysis] {problem}.")
-        grid.append(GridPoint(index, swept_values, built["game"], built["mechanism"], built["attack"]))
+                claim = built["mechanism"].privacy_claim()
+                problem = settings_problem(analysis.bind(claim), kind=built["game"].bound_kind, game=built["game"].name)
+                if problem is not None:
+                    raise ConfigError(f"[analysis] {problem}.")
+            point_values = {**swept_values, **{f"analysis.{k}": getattr(analysis, k) for k in analysis_sweeps}}
+            grid.append(
+                GridPoint(
+                    len(grid), point_values, built["game"], built["mechanism"], built["attack"], analysis, play=play
+                )
+            )
 
     n_repetitions = _repetitions(repetitions, grid)
     problem = memory_problem(grid, len(grid) * n_repetitions)
@@ -286,10 +341,11 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
         seed=seed,
         repetitions=n_repetitions,
         plugins=plugins,
-        analysis=analysis,
-        swept=tuple(f"{s}.{k}" for s, k, _ in sweeps),
+        analysis=base,
+        swept=(*(f"{s}.{k}" for s, k, _ in sweeps), *(f"analysis.{k}" for k in analysis_sweeps)),
         grid=tuple(grid),
         raw=json.loads(json.dumps(data, default=str)),
+        analysis_sweeps=analysis_sweeps,
     )
 
 
@@ -320,8 +376,10 @@ def import_plugins(modules: Sequence[str], *, source: str) -> None:
             raise ConfigError(f"{source}: cannot import {module!r}: {type(exc).__name__}: {exc}.") from None
 
 
-def stored_games(data: Mapping[str, Any], swept: Sequence[str]) -> tuple[AnalysisSettings, tuple[Game, ...]]:
-    """The analysis settings and every grid point's game of a stored config, importing no plugin.
+def stored_games(
+    data: Mapping[str, Any], swept: Sequence[str]
+) -> tuple[tuple[AnalysisSettings, ...], tuple[Game, ...]]:
+    """Every grid point's analysis settings and game of a stored config, importing no plugin.
 
     What reading results needs: only the game is built (the mechanism and attack, which may come from plugins
     and may be slow to build, such as DP-SGD's σ calibration, are not), its name resolved in :data:`GAMES` as
@@ -337,7 +395,8 @@ def stored_games(data: Mapping[str, Any], swept: Sequence[str]) -> tuple[Analysi
 
     Returns
     -------
-    analysis : AnalysisSettings
+    analyses : tuple of AnalysisSettings
+        One per grid point, in grid order (unbound to any claim).
     games : tuple of Game
         One per grid point, in grid order.
 
@@ -352,10 +411,17 @@ def stored_games(data: Mapping[str, Any], swept: Sequence[str]) -> tuple[Analysi
     sweeps: list[tuple[str, str, list[Any]]] = []
     for item in swept:
         section, _, key = str(item).partition(".")
+        if section == "analysis":
+            continue  # the analysis sweeps come from [analysis] itself, below
         values = data.get(section, {}).get(key) if isinstance(data.get(section), Mapping) else None
         if not isinstance(values, list) or not values:
             raise ConfigError(f"swept parameter {item!r} has no list of values in the stored config, got {values!r}.")
         sweeps.append((section, key, values))
+    section = data.get("analysis", {})
+    _, analysis_sweeps, analyses = _parse_analysis(section if isinstance(section, Mapping) else {})
+    stored = [f"analysis.{key}" for key in analysis_sweeps]
+    if stored != [item for item in swept if str(item).startswith("analysis.")]:
+        raise ConfigError(f"the stored [analysis] sweeps {stored}, but the manifest's swept list says {list(swept)}.")
     swept_here = {key for section, key, _ in sweeps if section == "game"}
     fixed = {key: _freeze(value) for key, value in params.items() if key not in swept_here}
     games = []
@@ -364,8 +430,9 @@ def stored_games(data: Mapping[str, Any], swept: Sequence[str]) -> tuple[Analysi
         for (section, key, _), value in zip(sweeps, combo, strict=True):
             if section == "game":
                 point[key] = _freeze(value)
-        games.append(_build("game", cls, point))
-    return _parse_analysis(data.get("analysis", {})), tuple(games)
+        game = _build("game", cls, point)
+        games.extend([game] * len(analyses))
+    return tuple(analyses) * (len(games) // len(analyses)), tuple(games)
 
 
 def _parse_experiment(section: Mapping[str, Any]) -> tuple[str, int, int | None, tuple[str, ...]]:
@@ -407,17 +474,57 @@ def _repetitions(given: int | None, grid: list[GridPoint]) -> int:
     return count
 
 
-def _parse_analysis(section: Mapping[str, Any]) -> AnalysisSettings:
+def _parse_analysis(
+    section: Mapping[str, Any],
+) -> tuple[AnalysisSettings, dict[str, tuple[float, ...]], list[AnalysisSettings]]:
+    """The ``[analysis]`` settings: with each swept key at its first value, the sweeps, and every combination of
+    the swept values (confidence outer, δ inner), each validated.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown key, a list of a key that is not swept, an empty or repeated sweep, or an invalid value
+        (naming the key and the value).
+    """
     allowed = AnalysisSettings.KEYS
+    sweeps: dict[str, tuple[float, ...]] = {}
     for key, value in section.items():
         if key not in allowed:
             raise ConfigError(f"[analysis] unknown key {key!r}; allowed keys: {', '.join(allowed)}.")
         if isinstance(value, list) and key != "estimators":
-            raise ConfigError(f"[analysis] {key} cannot be swept (got the list {value!r}); give one value.")
-    try:
-        return AnalysisSettings(**section)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[analysis] {exc}") from None
+            if key not in ANALYSIS_SWEEPS:
+                raise ConfigError(
+                    f"[analysis] {key} cannot be swept (got the list {value!r}); give one value (the analysis sweeps "
+                    f"{' and '.join(ANALYSIS_SWEEPS)})."
+                )
+            if not value:
+                raise ConfigError(f"[analysis] {key} is an empty list; a sweep needs at least one value.")
+            sweeps[key] = tuple(value)
+    sweeps = {key: sweeps[key] for key in ANALYSIS_SWEEPS if key in sweeps}
+    fixed: dict[str, Any] = {key: value for key, value in section.items() if key not in sweeps}
+    settings: list[AnalysisSettings] = []
+    for combo in itertools.product(*sweeps.values()):
+        point: dict[str, Any] = dict(zip(sweeps, combo, strict=True))
+        try:
+            settings.append(AnalysisSettings(**fixed, **point))
+        except (TypeError, ValueError) as exc:
+            where = ", ".join(f"{k} = {v!r}" for k, v in point.items())
+            raise ConfigError(f"[analysis] {exc}" + (f" (in the sweep, at {where})" if where else "")) from None
+    normalised = {  # each swept key's values as the settings normalised them (TOML's 1 as 1.0 ...)
+        key: tuple(getattr(settings[i * _stride(sweeps, key)], key) for i in range(len(given)))
+        for key, given in sweeps.items()
+    }
+    for key, values in normalised.items():
+        if len(set(values)) != len(values):
+            repeated = next(v for v in values if values.count(v) > 1)
+            raise ConfigError(f"[analysis] {key} lists the value {repeated!r} twice; each swept value once.")
+    return settings[0], normalised, settings
+
+
+def _stride(sweeps: Mapping[str, Sequence[Any]], key: str) -> int:
+    """How far apart consecutive values of ``key`` are in the product of ``sweeps`` (the later keys' sizes)."""
+    keys = list(sweeps)
+    return math.prod(len(sweeps[k]) for k in keys[keys.index(key) + 1 :])
 
 
 def _resolve(section: str, registry: Registry[Any], table: Mapping[str, Any]) -> tuple[type, dict[str, Any]]:

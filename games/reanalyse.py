@@ -24,7 +24,15 @@ from tqdm.auto import tqdm
 
 from games._text import printable
 from games.config import ExperimentConfig, parse_config
-from games.runner import analytic_epsilons, plan_trials, point_settings, run_manifest
+from games.runner import (
+    analytic_epsilons,
+    plan_trials,
+    point_settings,
+    repetition_blocks,
+    run_manifest,
+    trial_index,
+    trial_row,
+)
 from games.store import ResultsStore, StoreError, describe_trials
 
 __all__ = ["reanalyse", "reanalysis_config"]
@@ -110,11 +118,35 @@ def reanalyse(
     config, source = reanalysis_config(root, analysis, trust_plugins=trust_plugins)
     if Path(out).resolve() == source.root.resolve():
         raise StoreError(f"--out must differ from the directory reanalysed ({str(source.root)!r}), which is only read.")
-    trials = plan_trials(config)
+    manifest = source.manifest()
+    blocks = repetition_blocks(manifest)
+    if blocks[-1] != config.repetitions:
+        raise StoreError(
+            f"{str(source.root)!r}: its manifest says {blocks[-1]} repetitions per grid point, its config "
+            f"{config.repetitions}; the directory is damaged."
+        )
+    trials = plan_trials(config, blocks)
+    n_stored = len(manifest.get("grid") or [])
+    per_play, rest = divmod(n_stored, max(len(config.plays), 1))
+    if rest or per_play < 1:
+        raise StoreError(
+            f"{str(source.root)!r}: its manifest lists {n_stored} grid points, which is not a whole number of "
+            f"analyses of its {len(config.plays)} plays."
+        )
+    # the stored trial with the same play and repetition (any stored point of the play analysed its outcome): the
+    # trial itself when the grid keeps its shape, else the play's first stored point's
+    if n_stored == len(config.grid):
+        source_of = {t.index: t.index for t in trials}
+    else:
+        source_of = {
+            t.index: trial_index(config.grid[t.grid_index].play * per_play, t.repetition, n_stored, blocks)
+            for t in trials
+        }
     scan = source.scan()
     problems = dict(scan.damaged)
     problems.update({t: f"failed ({info.get('error', 'see failures/')})" for t, info in scan.failures.items()})
-    missing = [t.index for t in trials if t.index not in scan.finished and t.index not in problems]
+    needed = sorted(set(source_of.values()))
+    missing = [i for i in needed if i not in scan.finished and i not in problems]
     if problems or missing:
         bad = sorted(set(problems) | set(missing))
         first = bad[0]
@@ -123,11 +155,11 @@ def reanalyse(
             f"{str(source.root)!r} has {len(bad)} trial{'s' if len(bad) != 1 else ''} that cannot be reanalysed "
             f"({describe_trials(set(bad))}; trial {first}: {why}); finish the run first (privgame run resumes it)."
         )
-    stored_rows = {int(row["trial"]): row for row in scan.rows.to_dict("records")}
+    stored_seconds = {int(row["trial"]): row.get("seconds", float("nan")) for row in scan.rows.to_dict("records")}
     if announce is not None:
         announce(f"reanalysing {len(trials)} trials of {printable(config.name)} from {printable(str(source.root))}")
     epsilons = analytic_epsilons(config, progress)
-    target = ResultsStore.open_for_run(out, run_manifest(config, epsilons), _config_bytes(source), force=False)
+    target = ResultsStore.open_for_run(out, run_manifest(config, epsilons, blocks), _config_bytes(source), force=False)
     done = target.done()
     settings = point_settings(config)
     start = time.perf_counter()
@@ -138,16 +170,11 @@ def reanalyse(
             if trial.index in done:
                 continue
             point = config.grid[trial.grid_index]
-            outcome = source.load_outcome(trial.index)
+            stored = source_of[trial.index]
+            outcome = source.load_outcome(stored)
             metrics, records = point.game.analyse(outcome, settings[trial.grid_index], seed=trial.seed)
-            old = stored_rows[trial.index]
-            row: dict[str, Any] = {
-                key: old[key] for key in ("trial", "grid_point", "repetition", "spawn_key") if key in old
-            }
-            row.update({key: old[key] for key in point.params if key in old})
-            row["epsilon_analytic"] = epsilons[trial.grid_index]
-            row.update(metrics)
-            row["seconds"] = old.get("seconds", float("nan"))  # the trial's play time, not the reanalysis's
+            # the trial's play time, not the reanalysis's
+            row = trial_row(point, trial, epsilons[trial.grid_index], metrics, stored_seconds[stored])
             target.write_trial(trial.index, row, outcome, records)
             bar.update(1)
     target.write_results()

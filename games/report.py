@@ -35,7 +35,7 @@ class _Stored:
     manifest: dict[str, Any]
     name: str
     swept: tuple[str, ...]
-    analysis: AnalysisSettings
+    analyses: tuple[AnalysisSettings, ...]  # each grid point's
     games: tuple[Game, ...]
     rows: pd.DataFrame
 
@@ -68,7 +68,7 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -
     swept = manifest.get("swept", [])
     swept = tuple(str(s) for s in swept) if isinstance(swept, list) else ()
     try:
-        analysis, games = stored_games(config, swept)
+        analyses, games = stored_games(config, swept)
     except ConfigError as exc:
         raise StoreError(f"{root}/manifest.json: {exc}") from None
     grid = manifest.get("grid")
@@ -87,7 +87,7 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -
             )
         raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
     name = str(manifest.get("name") or _table(config.get("experiment")).get("name", ""))
-    return _Stored(store, manifest, name, swept, analysis, games, rows)
+    return _Stored(store, manifest, name, swept, analyses, games, rows)
 
 
 def summarise_results(
@@ -133,7 +133,7 @@ def summarise_results(
     records = []
     for g in sorted({int(g) for g in rows["grid_point"].unique()} | set(failed)):
         part = rows[rows["grid_point"] == g]
-        summary = stored.games[g].summarise(part, stored.analysis, stored.store.load_outcome) if len(part) else {}
+        summary = stored.games[g].summarise(part, stored.analyses[g], stored.store.load_outcome) if len(part) else {}
         point = stored.manifest["grid"][g]
         records.append(
             {
@@ -274,7 +274,12 @@ def ladder_context(root: str) -> tuple[str, str]:
     name = str(_table(config.get("experiment")).get("name", Path(root).name))
     analysis = _table(config.get("analysis"))
     game = _table(config.get("game"))
-    parts = [f"confidence {float(analysis.get('confidence', 0.95)):g}", f"δ = {float(analysis.get('delta', 0.0)):g}"]
+
+    def values(key: str, default: float) -> str:  # one value, or an analysis sweep's
+        given = analysis.get(key, default)
+        return ", ".join(f"{float(v):g}" for v in given) if isinstance(given, list) else f"{float(given):g}"
+
+    parts = [f"confidence {values('confidence', 0.95)}", f"δ = {values('delta', 0.0)}"]
     if "m" in game:
         parts.append(f"m = {game['m']}")
     if "runs" in game:
@@ -309,10 +314,11 @@ def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: boo
     from analysis.ladder import ladder
 
     stored = _load(root, plugins, trust_plugins)
-    rows, settings = stored.rows, stored.analysis
+    rows = stored.rows
     records = []
     for g in sorted(rows["grid_point"].unique()):
         point = stored.manifest["grid"][int(g)]
+        settings = stored.analyses[int(g)]
         label = ", ".join(f"{k}={v}" for k, v in point["params"].items()) or stored.name
         values: dict[str, list[float]] = {}
         for trial in rows.loc[rows["grid_point"] == g, "trial"]:

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import datetime as _dt
 import importlib
+import itertools
 import json
 import math
 import os
@@ -30,7 +32,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWorkerError is one
 from dataclasses import dataclass
@@ -46,7 +48,7 @@ from tqdm.auto import tqdm
 from analysis.cache import ArtefactCache
 from games._base import AnalysisSettings, TrialContext, TrialOutcome
 from games._text import printable
-from games.config import ExperimentConfig, GridPoint
+from games.config import ExperimentConfig, GridPoint, config_hash
 from games.resources import check_n_jobs, writable_directory_problem
 from games.store import FORMAT_VERSION, ResultsStore, StoreError, describe_trials
 
@@ -61,8 +63,11 @@ __all__ = [
     "dry_run",
     "plan_trials",
     "point_settings",
+    "repetition_blocks",
     "run_experiment",
     "run_manifest",
+    "trial_index",
+    "trial_row",
 ]
 
 
@@ -76,29 +81,98 @@ class Trial:
     seed: np.random.SeedSequence
 
 
-def plan_trials(config: ExperimentConfig) -> list[Trial]:
-    """Every trial of ``config`` in order, each with its child ``SeedSequence`` (spawned here, in the parent)."""
+def repetition_blocks(manifest: Mapping[str, Any]) -> tuple[int, ...]:
+    """The repetition blocks of a results manifest: the repetitions per grid point after the first run and after
+    each ``--repetitions`` that added some (increasing; the last is ``repetitions``).
+
+    Raises
+    ------
+    StoreError
+        If the manifest's blocks are not increasing positive integers ending at its ``repetitions``.
+    """
+    repetitions = manifest.get("repetitions")
+    blocks = manifest.get("repetition_blocks", [repetitions])
+    valid = (
+        isinstance(blocks, list)
+        and blocks
+        and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in blocks)
+        and all(a < b for a, b in itertools.pairwise(blocks))
+        and blocks[-1] == repetitions
+    )
+    if not valid:
+        raise StoreError(
+            f"the manifest's repetition_blocks {blocks!r} are not increasing counts ending at its repetitions "
+            f"{repetitions!r}."
+        )
+    return tuple(blocks)
+
+
+def trial_index(grid_index: int, repetition: int, n_grid: int, blocks: Sequence[int]) -> int:
+    """The number of repetition ``repetition`` of grid point ``grid_index``: the trials of the first run are
+    numbered ``g·R₀ + j``, and those each later block added follow, numbered the same way within the block, so
+    adding repetitions never renumbers a trial."""
+    start = 0
+    for end in blocks:
+        if repetition < end:
+            return n_grid * start + grid_index * (end - start) + (repetition - start)
+        start = end
+    raise ValueError(f"repetition {repetition} is beyond the {start} repetitions of the blocks {list(blocks)}.")
+
+
+def plan_trials(config: ExperimentConfig, blocks: Sequence[int] | None = None) -> list[Trial]:
+    """Every trial of ``config`` in trial order, each with its child ``SeedSequence`` (spawned here, in the parent).
+
+    Trial j of grid point g has the seed ``SeedSequence(seed).spawn(n_plays)[p].spawn(repetitions)[j]``, p the
+    point's play (:attr:`games.config.GridPoint.play`: g itself unless the analysis is swept), so the points of an
+    analysis sweep analyse the same trials, and adding repetitions adds seeds without changing the others.
+    ``blocks``: the results directory's :func:`repetition_blocks` (default: one block, the config's repetitions).
+    """
+    blocks = (config.repetitions,) if blocks is None else tuple(blocks)
+    if blocks[-1] != config.repetitions:
+        raise ValueError(f"the repetition blocks {list(blocks)} must end at the config's {config.repetitions}.")
     trials = []
-    point_seeds = np.random.SeedSequence(config.seed).spawn(len(config.grid))
-    for g, point_seed in enumerate(point_seeds):
-        for j, seed in enumerate(point_seed.spawn(config.repetitions)):
-            trials.append(Trial(g * config.repetitions + j, g, j, seed))
-    return trials
+    n_grid = len(config.grid)
+    for g, point in enumerate(config.grid):
+        play_seed = np.random.SeedSequence(config.seed, spawn_key=(point.play,))  # = SeedSequence(seed).spawn(·)[p]
+        for j, seed in enumerate(play_seed.spawn(config.repetitions)):
+            trials.append(Trial(trial_index(g, j, n_grid, blocks), g, j, seed))
+    return sorted(trials, key=lambda t: t.index)
 
 
-def analytic_epsilon(point: GridPoint, delta: float) -> float:
-    """The mechanism's analytic ε at ``delta`` (NaN when it claims no guarantee)."""
-    claim = point.mechanism.privacy_claim()
-    return math.nan if claim is None else claim.epsilon(delta)
+def _point_claims(config: ExperimentConfig) -> list[Any]:
+    """Each grid point's privacy claim, asked once per play (the points of an analysis sweep share a mechanism)."""
+    by_play: dict[int, Any] = {}
+    for point in config.grid:
+        if point.play not in by_play:
+            by_play[point.play] = point.mechanism.privacy_claim()
+    return [by_play[point.play] for point in config.grid]
+
+
+def analytic_epsilon(point: GridPoint, delta: float | None = None, claim: Any = False) -> float:
+    """The mechanism's analytic ε at ``delta`` (default: the point's own δ); NaN when it claims no guarantee."""
+    claim = point.mechanism.privacy_claim() if claim is False else claim
+    return math.nan if claim is None else claim.epsilon(point.analysis.delta if delta is None else delta)
 
 
 def analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
-    """Every grid point's analytic ε, under its own progress line: this step calibrates what mechanisms derive
-    from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
+    """Every grid point's analytic ε at its δ, under its own progress line: this step calibrates what mechanisms
+    derive from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
     with tqdm(  # closed (its line cleared) before an error is printed, too
-        config.grid, desc="analytic ε (σ calibration)", unit="point", disable=not progress, file=sys.stderr, leave=False
-    ) as points:
-        return [analytic_epsilon(point, config.analysis.delta) for point in points]
+        total=len(config.grid),
+        desc="analytic ε (σ calibration)",
+        unit="point",
+        disable=not progress,
+        file=sys.stderr,
+        leave=False,
+    ) as bar:
+        claims: dict[int, Any] = {}
+        epsilons = []
+        for point in config.grid:
+            if point.play not in claims:
+                claims[point.play] = point.mechanism.privacy_claim()
+            epsilons.append(analytic_epsilon(point, claim=claims[point.play]))
+            bar.update(1)
+        return epsilons
 
 
 def _cell(value: Any) -> Any:
@@ -124,19 +198,11 @@ class _ProgressFile:
                 os.replace(tmp, self.path)
 
 
-def _run_trial(
-    point: GridPoint,
-    trial: Trial,
-    settings: AnalysisSettings,
-    epsilon: float,
-    cache: ArtefactCache | None = None,
-    progress_path: Path | None = None,
-) -> tuple[int, dict[str, Any], TrialOutcome, list[dict[str, Any]]]:
-    start = time.perf_counter()
-    context = TrialContext(cache=cache, progress=None if progress_path is None else _ProgressFile(progress_path))
-    outcome = point.game.play(point.mechanism, point.attack, seed=trial.seed, context=context)
-    metrics, records = point.game.analyse(outcome, settings, seed=trial.seed)
-    row: dict[str, Any] = {
+def trial_row(
+    point: GridPoint, trial: Trial, epsilon: float, metrics: Mapping[str, Any], seconds: float
+) -> dict[str, Any]:
+    """A trial's stored row: where it sits, the point's swept values, the analytic ε, its metrics and ``seconds``."""
+    return {
         "trial": trial.index,
         "grid_point": trial.grid_index,
         "repetition": trial.repetition,
@@ -144,20 +210,35 @@ def _run_trial(
         **{key: _cell(value) for key, value in point.params.items()},
         "epsilon_analytic": epsilon,
         **metrics,
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
     }
-    return trial.index, row, outcome, records
+
+
+#: an analysis of a played trial: the grid point, the trial, its settings (bound) and its analytic ε
+_Analysis = tuple[GridPoint, Trial, AnalysisSettings, float]
 
 
 @dataclass(frozen=True, slots=True)
 class _Attempt:
-    """What a worker sends back for one trial: its row, outcome and per-record rows, or its failure."""
+    """What a worker sends back for one trial: its row, outcome and per-record rows, or its failure; and those of
+    the grid points of an analysis sweep that analysed the same play (``siblings``)."""
 
     index: int
     row: dict[str, Any] | None = None
     outcome: TrialOutcome | None = None
     records: list[dict[str, Any]] | None = None
     failure: dict[str, Any] | None = None
+    siblings: tuple[_Attempt, ...] = ()
+
+    def each(self) -> tuple[_Attempt, ...]:
+        """This trial's attempt and its siblings'."""
+        return (self, *self.siblings)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the trial's code called sys.exit({exc.code!r})"
+    return "".join(traceback.format_exception_only(exc)).strip()
 
 
 def _attempt(
@@ -167,22 +248,37 @@ def _attempt(
     epsilon: float,
     cache: ArtefactCache | None = None,
     progress_path: Path | None = None,
+    siblings: tuple[_Analysis, ...] = (),
 ) -> _Attempt:
-    """Play one trial; an exception raised by its code (``SystemExit`` from a plugin included) becomes a failure
-    record instead of ending the run.  ``KeyboardInterrupt`` is not caught: Ctrl-C stops the run."""
+    """Play one trial and analyse it, for its own grid point and for ``siblings`` (the other points of its play,
+    which analyse the same outcome).  An exception raised by the code (``SystemExit`` from a plugin included)
+    becomes a failure record instead of ending the run: of every analysis when the play raised, of one analysis
+    when only it did.  ``KeyboardInterrupt`` is not caught: Ctrl-C stops the run."""
+    analyses: tuple[_Analysis, ...] = ((point, trial, settings, epsilon), *siblings)
     start = time.perf_counter()
     try:
-        index, row, outcome, records = _run_trial(point, trial, settings, epsilon, cache, progress_path)
+        context = TrialContext(cache=cache, progress=None if progress_path is None else _ProgressFile(progress_path))
+        outcome = point.game.play(point.mechanism, point.attack, seed=trial.seed, context=context)
         for name, array in outcome.arrays.items():
             if np.asarray(array).dtype.hasobject:
                 raise TypeError(f"the outcome's array {name!r} has dtype object; results store numeric arrays only.")
     except (Exception, SystemExit) as exc:
-        if isinstance(exc, SystemExit):
-            error = f"SystemExit: the trial's code called sys.exit({exc.code!r})"
-        else:
-            error = "".join(traceback.format_exception_only(exc)).strip()
-        return _failed(point, trial, error, "".join(traceback.format_exception(exc)), time.perf_counter() - start)
-    return _Attempt(index, row, outcome, records)
+        error, trace = _error_text(exc), "".join(traceback.format_exception(exc))
+        failed = [_failed(p, t, error, trace, time.perf_counter() - start) for p, t, _, _ in analyses]
+        return dataclasses.replace(failed[0], siblings=tuple(failed[1:]))
+    played = time.perf_counter() - start
+    done = []
+    for p, t, s, e in analyses:
+        begin = time.perf_counter()
+        try:
+            metrics, records = p.game.analyse(outcome, s, seed=t.seed)
+        except (Exception, SystemExit) as exc:
+            trace = "".join(traceback.format_exception(exc))
+            done.append(_failed(p, t, _error_text(exc), trace, played + time.perf_counter() - begin))
+            continue
+        row = trial_row(p, t, e, metrics, played + time.perf_counter() - begin)
+        done.append(_Attempt(t.index, row, outcome, records))
+    return dataclasses.replace(done[0], siblings=tuple(done[1:]))
 
 
 def _failed(point: GridPoint, trial: Trial, error: str, trace: str, seconds: float) -> _Attempt:
@@ -202,12 +298,15 @@ def _failed(point: GridPoint, trial: Trial, error: str, trace: str, seconds: flo
 
 
 def _worker_lost(job: tuple[Any, ...], exc: BaseException, what: str) -> _Attempt:
-    """The failure record of a trial whose worker process died under it (``what`` says how often / where)."""
+    """The failure records of a job whose worker process died under it (``what`` says how often / where): its
+    trial's and its siblings'."""
     error = (
         f"the worker process playing this trial died {what} (killed from outside, or out of memory): "
         f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     )
-    return _failed(job[0], job[1], error, "".join(traceback.format_exception(exc)), 0.0)
+    trace = "".join(traceback.format_exception(exc))
+    failed = [_failed(p, t, error, trace, 0.0) for p, t, *_ in ((job[0], job[1]), *job[6])]
+    return dataclasses.replace(failed[0], siblings=tuple(failed[1:]))
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -290,13 +389,19 @@ class _RunsBar:
 
 def point_settings(config: ExperimentConfig) -> list[AnalysisSettings]:
     """The analysis settings of each grid point, bound to its mechanism's claim when the config chose estimators
-    (their families need it); computed once per point, in the parent."""
-    if not config.analysis.custom:
-        return [config.analysis] * len(config.grid)
-    return [config.analysis.bind(p.mechanism.privacy_claim()) for p in config.grid]
+    (their families need it); computed once per play, in the parent."""
+    if not any(p.analysis.custom for p in config.grid):
+        return [p.analysis for p in config.grid]
+    claims = _point_claims(config)
+    return [
+        p.analysis.bind(claim) if p.analysis.custom else p.analysis
+        for p, claim in zip(config.grid, claims, strict=True)
+    ]
 
 
-def run_manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, Any]:
+def run_manifest(
+    config: ExperimentConfig, epsilons: list[float], blocks: Sequence[int] | None = None
+) -> dict[str, Any]:
     """The manifest of a results directory of ``config`` (written first: it identifies the experiment)."""
     try:
         version = metadata.version("privgame")
@@ -312,6 +417,7 @@ def run_manifest(config: ExperimentConfig, epsilons: list[float]) -> dict[str, A
         "name": config.name,
         "seed": config.seed,
         "repetitions": config.repetitions,
+        "repetition_blocks": list(blocks or (config.repetitions,)),
         "n_trials": config.n_trials,
         "swept": list(config.swept),
         "grid": [
@@ -700,19 +806,56 @@ def _jobs(
     cache: ArtefactCache | None,
     progress_path: Callable[[int], Path] | None,
 ) -> list[tuple[Any, ...]]:
+    """One job per pending play: its first pending trial, played, and the other pending trials of the same play
+    and repetition (an analysis sweep's points), analysed on the same outcome."""
     per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
     settings = point_settings(config)
-    return [
-        (
-            config.grid[t.grid_index],
-            t,
-            settings[t.grid_index],
-            epsilons[t.grid_index],
-            cache,
-            progress_path(t.index) if progress_path is not None and per_trial[t.grid_index] else None,
+    plays: dict[tuple[int, int], list[Trial]] = {}
+    for t in pending:
+        plays.setdefault((config.grid[t.grid_index].play, t.repetition), []).append(t)
+    jobs = []
+    for main, *rest in plays.values():
+        g = main.grid_index
+        siblings = tuple((config.grid[t.grid_index], t, settings[t.grid_index], epsilons[t.grid_index]) for t in rest)
+        progress = progress_path(main.index) if progress_path is not None and per_trial[g] else None
+        jobs.append((config.grid[g], main, settings[g], epsilons[g], cache, progress, siblings))
+    return jobs
+
+
+def _blocks_for(config: ExperimentConfig, out: str | Path, force: bool) -> tuple[tuple[int, ...], bool]:
+    """The repetition blocks of a run of ``config`` into ``out``, and whether the run adds repetitions to it.
+
+    A directory holding this experiment with fewer repetitions per grid point (the config or ``--repetitions``
+    asks for more) keeps its trials and their numbers: the new repetitions are a block of their own.
+
+    Raises
+    ------
+    StoreError
+        If ``out`` holds this experiment with more repetitions than asked (a run cannot drop trials).
+    """
+    own = (config.repetitions,)
+    root = Path(out)
+    if force or not (root / "manifest.json").is_file():
+        return own, False
+    try:
+        old = ResultsStore(root).manifest()
+    except StoreError:
+        return own, False  # open_for_run says why the directory cannot be used
+    normalised = old.get("normalised_config")
+    if not isinstance(normalised, Mapping):
+        return own, False
+    drop = lambda c: {k: v for k, v in c.items() if k != "repetitions"}  # noqa: E731
+    if config_hash(drop(normalised)) != config_hash(drop(config.normalised)):
+        return own, False  # another experiment: open_for_run refuses it, naming the differences
+    blocks = repetition_blocks(old)
+    if config.repetitions < blocks[-1]:
+        raise StoreError(
+            f"--out {str(root)!r} holds this experiment with {blocks[-1]} repetitions per grid point; "
+            f"{config.repetitions} would drop trials: give --repetitions {blocks[-1]} or more (more adds repetitions)."
         )
-        for t in pending
-    ]
+    if config.repetitions == blocks[-1]:
+        return blocks, False
+    return (*blocks, config.repetitions), True
 
 
 def run_experiment(
@@ -774,8 +917,24 @@ def run_experiment(
         raise ValueError(f"{problem}.")
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
     _check_reachable(dask)
+    blocks, extending = _blocks_for(config, out, force)
     epsilons = analytic_epsilons(config, progress)
-    store = ResultsStore.open_for_run(out, run_manifest(config, epsilons), config_bytes, force=force)
+    manifest = run_manifest(config, epsilons, blocks)
+    if extending:
+        old = ResultsStore(out).manifest()
+        print(
+            f"privgame: adding repetitions {blocks[-2]} → {blocks[-1]} per grid point to {printable(str(out))} "
+            f"(its {len(config.grid) * blocks[-2]} trials are kept as they are).",
+            file=sys.stderr,
+        )
+        manifest["created"] = old.get("created", manifest["created"])
+        added: list[Any] = old["repetitions_added"] if isinstance(old.get("repetitions_added"), list) else []
+        manifest["repetitions_added"] = [
+            *added,
+            {"from": blocks[-2], "to": blocks[-1], "at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")},
+        ]
+        ResultsStore(out).rewrite_manifest(manifest)
+    store = ResultsStore.open_for_run(out, manifest, config_bytes, force=force)
     damaged = store.damaged()
     if damaged:
         first = min(damaged)
@@ -786,7 +945,8 @@ def run_experiment(
         )
         store.discard(sorted(damaged))
     done = store.done()
-    pending = [t for t in plan_trials(config) if t.index not in done]
+    pending = [t for t in plan_trials(config, blocks) if t.index not in done]
+    jobs = _jobs(config, pending, epsilons, cache, store.progress_path)
     bar = tqdm(
         total=config.n_trials,
         initial=config.n_trials - len(pending),
@@ -796,23 +956,23 @@ def run_experiment(
         file=sys.stderr,
     )
     per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
-    runs_bar = _RunsBar(store, per_trial, pending, progress)
+    runs_bar = _RunsBar(store, per_trial, [job[1] for job in jobs], progress)
     failed: list[int] = []
 
     def on_result(attempt: _Attempt) -> bool:
-        if attempt.failure is None:
-            assert attempt.row is not None and attempt.outcome is not None  # set together by _attempt
-            store.write_trial(attempt.index, attempt.row, attempt.outcome, attempt.records)
-        else:
-            path = store.write_failure(attempt.index, attempt.failure)
-            failed.append(attempt.index)
-            tqdm.write(f"privgame: trial {attempt.index} failed: {attempt.failure['error']} ({path})", file=sys.stderr)
-            bar.set_postfix(failed=len(failed))
+        for one in attempt.each():
+            if one.failure is None:
+                assert one.row is not None and one.outcome is not None  # set together by _attempt
+                store.write_trial(one.index, one.row, one.outcome, one.records)
+            else:
+                path = store.write_failure(one.index, one.failure)
+                failed.append(one.index)
+                tqdm.write(f"privgame: trial {one.index} failed: {one.failure['error']} ({path})", file=sys.stderr)
+                bar.set_postfix(failed=len(failed))
+            bar.update(1)
         runs_bar.finish(attempt.index)
-        bar.update(1)
-        return fail_fast and attempt.failure is not None
+        return fail_fast and any(one.failure is not None for one in attempt.each())
 
-    jobs = _jobs(config, pending, epsilons, cache, store.progress_path)
     workers = _workers(n_jobs)
     try:
         with bar, runs_bar:
@@ -906,11 +1066,14 @@ def dry_run(
     seconds = None
     source = "nothing to time"
     timing_error = None
+    blocks: tuple[int, ...] = (config.repetitions,)
     if (root / "manifest.json").is_file():
         store = ResultsStore(root)
-        epsilons = [analytic_epsilon(point, config.analysis.delta) for point in config.grid]
+        epsilons = [analytic_epsilon(point) for point in config.grid]
         try:
-            store.check_same_experiment(run_manifest(config, epsilons))
+            blocks, extending = _blocks_for(config, root, force=False)
+            if not extending:
+                store.check_same_experiment(run_manifest(config, epsilons, blocks))
         except StoreError as exc:
             refusal = str(exc)
         else:
@@ -921,15 +1084,15 @@ def dry_run(
                 source = f"median of the {len(scan.rows)} finished trials"
     elif root.exists() and not root.is_dir():
         refusal = f"--out {str(root)!r} exists and is not a directory."
-    pending = [t for t in plan_trials(config) if t.index not in finished]
+    pending = [t for t in plan_trials(config, blocks) if t.index not in finished]
     peak = None
     if seconds is None and pending:
         trial = pending[0]
         if announce is not None:
             announce(f"timing trial {trial.index} (grid point {trial.grid_index}; not stored) ...")
         point = config.grid[trial.grid_index]
-        settings = config.analysis.bind(point.mechanism.privacy_claim()) if config.analysis.custom else config.analysis
-        attempt = _attempt(point, trial, settings, analytic_epsilon(point, config.analysis.delta))
+        settings = point.analysis.bind(point.mechanism.privacy_claim()) if point.analysis.custom else point.analysis
+        attempt = _attempt(point, trial, settings, analytic_epsilon(point))
         if attempt.failure is not None:
             timing_error = f"trial {trial.index} failed: {attempt.failure['error']}"
         else:

@@ -298,6 +298,13 @@ class ResultsStore:
             "use --force to delete them and start over, or choose another --out."
         )
 
+    def rewrite_manifest(self, manifest: Mapping[str, Any]) -> None:
+        """Replace the manifest (atomically) of a directory whose experiment gains repetitions: its trials stay as
+        they are; the new manifest, written before any new trial, is what makes them part of it."""
+        self.manifest()  # refuses what is not a results directory of this format
+        text = json.dumps(dict(manifest), indent=2, default=str)
+        _atomic_write(self.root / _MANIFEST, lambda p: p.write_text(text))
+
     def _take_over_half_made(self, force: bool) -> None:
         """A non-empty directory without a manifest: a half-made results directory is cleared, anything else
         refused."""

@@ -73,6 +73,20 @@ def test_digits(df: pd.DataFrame, digits: int) -> None:
     assert f"{1.0:.{digits}f}" in text.split()
 
 
+def test_tiny_values_keep_their_digits() -> None:
+    frame = pd.DataFrame({"delta": [1e-5, 0.0, 0.0004, 0.25]})
+    assert format_table(frame, "table").split()[1:] == ["1e-05", "0.000", "0.0004", "0.250"]
+    assert format_table(frame, "table", digits=0).split()[1:] == ["1e-05", "0", "0.0004", "0"]
+
+
+def test_latex_headers_are_readable() -> None:
+    frame = pd.DataFrame(
+        {"mechanism.epsilon": [1.0], "analysis.delta": [1e-5], "fdp_pld.epsilon_lb_median": [0.5], "game.runs": [4]}
+    )
+    header = format_table(frame, "latex").splitlines()[2]
+    assert header == r"$\varepsilon$ & $\delta$ & \texttt{fdp\_pld} median $\varepsilon_{\mathrm{lb}}$ & runs \\"
+
+
 def test_int_column_prints_without_decimals(df: pd.DataFrame) -> None:
     for fmt in ("table", "markdown", "latex"):
         text = format_table(df, fmt)
@@ -114,14 +128,15 @@ def test_latex(df: pd.DataFrame) -> None:
     lines = text.splitlines()
     assert lines[0] == r"\begin{tabular}{rrrr}"
     assert lines[1] == r"\toprule"
-    assert lines[2] == r"n\_canaries & epsilon\_analytic & epsilon\_lb\_median & mechanism \\"
+    # readable headers: the analytic ε and the metric names in LaTeX, other names escaped
+    assert lines[2] == r"n\_canaries & analytic $\varepsilon$ & median $\varepsilon_{\mathrm{lb}}$ & mechanism \\"
     assert lines[3] == r"\midrule"
     assert lines[4] == r"10 & 1.000 & 0.123 & randomized\_response \\"
     assert lines[5] == r"200 & inf & none & gaussian \\"
     assert lines[6] == r"\bottomrule"
     assert lines[7] == r"\end{tabular}"
-    # Every underscore is escaped.
-    assert "_" not in text.replace(r"\_", "")
+    # Every underscore is escaped (but the subscript of ε_lb).
+    assert "_" not in text.replace(r"\_", "").replace(r"\varepsilon_{", "")
 
 
 def test_latex_escapes_special_characters() -> None:

@@ -74,7 +74,12 @@ def test_bad_threshold_rules_are_one_line(spec, message):
         ({"analysis": {"threshold": {"rule": "explicit", "at": [0.4, 0.6]}}}, "must be a pair"),
         ({"analysis": {"threshold": "sideways"}}, "threshold rule must be one of"),
         ({"analysis": {"allow_unmatched_family": "yes"}}, "allow_unmatched_family must be true or false"),
-        ({"analysis": {"confidence": [0.9, 0.95]}}, "confidence cannot be swept"),
+        ({"analysis": {"two_sided": [True, False]}}, "two_sided cannot be swept"),
+        ({"analysis": {"confidence": []}}, "confidence is an empty list"),
+        ({"analysis": {"confidence": [0.9, 1.5]}}, r"confidence must .*\(in the sweep, at confidence = 1.5\)"),
+        ({"analysis": {"delta": [1e-5, -1.0]}}, r"delta must .*at delta = -1.0\)"),
+        ({"analysis": {"delta": [1e-5, 1e-5]}}, "lists the value 1e-05 twice"),
+        ({"analysis": {"confidence": ["high"]}}, "confidence"),
         ({"analysis": {"claim": 1}}, "unknown key 'claim'"),
     ],
 )
@@ -196,6 +201,34 @@ def test_report_ladder_draws_every_estimator_and_writes_its_latex_table(write_co
     assert "a bound above the analytic $\\varepsilon$ in a few repetitions (the max) is expected" in tex
     assert tex.count(r" \\") == 1 + 2 + 0  # header and two grid points (the caption has none)
     assert "LaTeX table" in capsys.readouterr().err
+
+
+def test_the_ladder_of_an_analysis_sweep_has_a_panel_per_setting(write_config, tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from analysis.reporting import ladder_latex, plot_estimator_ladder
+    from games.report import ladder_context, summarise_results
+
+    analysis = {"estimators": ["steinke", "fdp"], "confidence": [0.9, 0.95], "delta": [0.0, 1e-5, 1e-4]}
+    config = load_config(write_config({"analysis": analysis, "experiment": {"repetitions": 2}}, name="sw"))
+    store = run_experiment(config, tmp_path / "out", progress=False)
+    summary, swept = summarise_results(str(store.root))
+    saved = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, path, **kw: saved.append(self))
+    title, subtitle = ladder_context(str(store.root))
+    assert "confidence 0.9, 0.95; δ = 0, 1e-05, 0.0001" in subtitle
+    plot_estimator_ladder(summary, swept, tmp_path / "l.png", title=title, subtitle=subtitle)
+    axes = saved[0].axes
+    assert len(axes) == 6  # 2 confidences × 3 δ
+    assert [ax.get_title() for ax in axes[:3]] == [
+        "confidence = 0.9, δ = 0",
+        "confidence = 0.9, δ = 1e-05",
+        "confidence = 0.9, δ = 0.0001",
+    ]
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["ε = 1", "ε = 2"]
+    tex = ladder_latex(summary, swept, caption="c")
+    assert r"$\varepsilon$ & confidence & $\delta$ & analytic $\varepsilon$" in tex
+    assert tex.count(r" \\") == 1 + 12 and "& 1e-05 &" in tex
 
 
 def test_dry_run_times_a_trial_with_the_chosen_estimators(write_config, tmp_path):

@@ -42,7 +42,7 @@ BAD_INPUTS = [
     ({"experiment": {"repetitions": 0}}, r"repetitions must be an integer >= 1, got 0"),
     ({"experiment": {"colour": "red"}}, r"\[experiment\] unknown key 'colour'"),
     ({"analysis": {"alpha": 0.1}}, r"\[analysis\] unknown key 'alpha'; allowed keys: confidence, delta"),
-    ({"analysis": {"delta": [0.0, 1e-5]}}, r"\[analysis\] delta cannot be swept"),
+    ({"analysis": {"threshold": [0.5, 0.6]}}, r"\[analysis\] threshold cannot be swept"),
     ({"mechanism": {"epsilon": []}}, r"\[mechanism\] epsilon is an empty list"),
     ({"extra": {"x": 1}}, r"unknown section \[extra\]"),
     ({"mechanism": {"name": 3}}, r"\[mechanism\] name must be a string, got 3"),

@@ -183,20 +183,23 @@ def test_report_of_a_manifest_whose_grid_does_not_match(write_config, tmp_path):
             "game": {"name": "multi-run", "runs": [4, 6], "thresholds": 3},
             "mechanism": {"name": "gaussian", "sigma": [1, 2]},
         },
+        {"mechanism": {"epsilon": [1.0, 2.0]}, "analysis": {"confidence": [0.9, 0.95], "delta": [0.0, 1e-5]}},
     ],
-    ids=["mechanism-sweep", "game-and-mechanism-sweeps", "multi-run"],
+    ids=["mechanism-sweep", "game-and-mechanism-sweeps", "multi-run", "analysis-sweep"],
 )
 def test_stored_games_equal_the_parsed_config(write_config, overrides):
     drop = ("game.m", "game.k_pos", "game.k_neg", "mechanism.epsilon") if "runs" in overrides.get("game", {}) else ()
     config = load_config(write_config(overrides, drop=drop))
-    analysis, games = stored_games(json.loads(json.dumps(config.raw)), list(config.swept))
-    assert games == tuple(point.game for point in config.grid) and analysis == config.analysis
+    analyses, games = stored_games(json.loads(json.dumps(config.raw)), list(config.swept))
+    assert games == tuple(point.game for point in config.grid)
+    assert analyses == tuple(point.analysis for point in config.grid)
 
 
 @pytest.mark.parametrize("name", ["quickstart.toml", "krco_adult_quick.toml"])
 def test_stored_games_of_the_experiments(name):
     config = load_config(EXPERIMENTS / name)
-    assert stored_games(config.raw, config.swept) == (config.analysis, tuple(p.game for p in config.grid))
+    expected = (tuple(p.analysis for p in config.grid), tuple(p.game for p in config.grid))
+    assert stored_games(config.raw, config.swept) == expected
 
 
 def test_stored_games_errors(write_config):
