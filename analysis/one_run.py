@@ -275,8 +275,10 @@ def _epsilon_lower_bound(m: int, r: int, v: int, delta: float, beta: float) -> f
         delta_term = _p_value(m, r, v, root, delta) - _p_value(m, r, v, root, 0.0)
         if delta_term > 0.1 * beta:
             warnings.warn(
-                f"the δ term of the p-value (α·2mδ = {delta_term:.3g} with m = {m}, δ = {delta:g}) takes more than "
-                f"a tenth of the significance {beta:g}: the bound is weakened; use fewer canaries or a smaller δ.",
+                # no trial-specific number in the text, so that Python shows it once per (m, δ, significance)
+                # rather than once per trial
+                f"the δ term of the p-value (α·2mδ, with m = {m}, δ = {delta:g}) takes more than a tenth of the "
+                f"significance {beta:g}: the bound is weakened; use fewer canaries or a smaller δ.",
                 UserWarning,
                 stacklevel=3,
             )

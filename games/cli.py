@@ -284,6 +284,8 @@ def _dry_run(config: ExperimentConfig, args: argparse.Namespace) -> int:
         + (f" ({plan.damaged} damaged, run again)" if plan.damaged else "")
         + (f" ({plan.failed} failed, retried)" if plan.failed else "")
     )
+    if plan.adding is not None:
+        print(f"a run would add repetitions: {plan.adding[0]} → {plan.adding[1]} per grid point (stored trials kept)")
     if plan.refusal is not None:
         print(f"note: a run would be refused: {printable(plan.refusal)}")
     if plan.timing_error is not None:

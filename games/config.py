@@ -42,6 +42,7 @@ from mechanisms._base import Mechanism
 
 __all__ = [
     "ANALYSIS_SWEEPS",
+    "MAX_GRID_POINTS",
     "ConfigError",
     "ExperimentConfig",
     "GridPoint",
@@ -56,6 +57,9 @@ __all__ = [
 _COMPONENT_SECTIONS: dict[str, Registry[Any]] = {"game": GAMES, "mechanism": MECHANISMS, "attack": ATTACKS}
 _SECTIONS = ("experiment", "game", "mechanism", "attack", "analysis")
 _EXPERIMENT_KEYS = ("name", "seed", "repetitions", "plugins", "description")
+#: the most grid points a config may have (a product of long lists would otherwise be built point by point, for
+#: hours, before anything else could refuse it)
+MAX_GRID_POINTS = 100_000
 #: the ``[analysis]`` keys a list sweeps (in this order, innermost last); ``estimators`` takes a list as its value
 ANALYSIS_SWEEPS = ("confidence", "delta")
 
@@ -305,6 +309,7 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
             else:
                 fixed[section][key] = _freeze(value)
 
+    _check_grid_size([len(values) for _, _, values in sweeps], data.get("analysis", {}))
     base, analysis_sweeps, analyses = _parse_analysis(data.get("analysis", {}))
     grid: list[GridPoint] = []
     for play, combo in enumerate(itertools.product(*(values for _, _, values in sweeps))):
@@ -418,6 +423,7 @@ def stored_games(
             raise ConfigError(f"swept parameter {item!r} has no list of values in the stored config, got {values!r}.")
         sweeps.append((section, key, values))
     section = data.get("analysis", {})
+    _check_grid_size([len(values) for _, _, values in sweeps], section)
     _, analysis_sweeps, analyses = _parse_analysis(section if isinstance(section, Mapping) else {})
     stored = [f"analysis.{key}" for key in analysis_sweeps]
     if stored != [item for item in swept if str(item).startswith("analysis.")]:
@@ -472,6 +478,20 @@ def _repetitions(given: int | None, grid: list[GridPoint]) -> int:
             f"target), got {given}."
         )
     return count
+
+
+def _check_grid_size(sizes: Sequence[int], analysis: Any) -> None:
+    """Refuse a grid of more than :data:`MAX_GRID_POINTS` points before any is built (``sizes``: the component
+    sweeps' lengths; ``analysis``: the ``[analysis]`` table, whose confidence and δ lists multiply them)."""
+    if isinstance(analysis, Mapping):
+        sizes = [*sizes, *(len(v) for k, v in analysis.items() if k in ANALYSIS_SWEEPS and isinstance(v, list))]
+    total = math.prod(sizes)
+    if total > MAX_GRID_POINTS:
+        shown = " × ".join(f"{n:,}" for n in sizes if n > 1)
+        raise ConfigError(
+            f"the sweeps make {total:,} grid points ({shown}), more than the {MAX_GRID_POINTS:,} a config may have; "
+            "sweep fewer values, or split the experiment."
+        )
 
 
 def _parse_analysis(

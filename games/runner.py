@@ -1016,6 +1016,8 @@ class DryRun:
         This process's peak resident memory after the timed trial (``None`` when no trial was timed).
     timing_error : str or None, default=None
         The error of the timed trial, when its code raised (a real run would record it in ``failures/``).
+    adding : tuple of (int, int) or None, default=None
+        The repetitions per grid point that ``out`` holds and that a run would bring it to, when it would add some.
     """
 
     grid: list[dict[str, Any]]
@@ -1029,6 +1031,7 @@ class DryRun:
     trial_bytes: list[int] | None
     peak_rss_bytes: int | None
     timing_error: str | None = None
+    adding: tuple[int, int] | None = None
 
 
 def _peak_rss_bytes() -> int:
@@ -1067,12 +1070,15 @@ def dry_run(
     source = "nothing to time"
     timing_error = None
     blocks: tuple[int, ...] = (config.repetitions,)
+    adding = None
     if (root / "manifest.json").is_file():
         store = ResultsStore(root)
         epsilons = [analytic_epsilon(point) for point in config.grid]
         try:
             blocks, extending = _blocks_for(config, root, force=False)
-            if not extending:
+            if extending:
+                adding = (blocks[-2], blocks[-1])
+            else:
                 store.check_same_experiment(run_manifest(config, epsilons, blocks))
         except StoreError as exc:
             refusal = str(exc)
@@ -1116,4 +1122,5 @@ def dry_run(
         trial_bytes=estimate,
         peak_rss_bytes=peak,
         timing_error=timing_error,
+        adding=adding,
     )

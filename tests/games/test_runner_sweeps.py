@@ -208,6 +208,7 @@ def test_dry_run_of_added_repetitions_counts_only_the_new_trials(write_config, t
     assert main(["run", str(path), "--out", str(out), "--dry-run", "--repetitions", "5"]) == 0
     text = capsys.readouterr().out
     assert "trials: 10 (5 per grid point)" in text and "6 done, 4 to run" in text and "refused" not in text
+    assert "a run would add repetitions: 3 → 5 per grid point" in text
     assert json.loads((out / "manifest.json").read_text())["repetitions"] == 3
 
 
@@ -234,3 +235,79 @@ def test_a_manifest_with_broken_repetition_blocks_is_named(write_config, tmp_pat
         with pytest.raises(StoreError, match="repetition_blocks"):
             reanalyse(store.root, tmp_path / "again", {}, progress=False)
         assert not (tmp_path / "again").exists()
+
+
+def test_a_grid_too_large_to_build_is_refused_at_once(write_config):
+    import time
+
+    many = [0.5 + i * 1e-6 for i in range(400)]
+    start = time.perf_counter()
+    deltas = [round(i * 1e-6, 6) for i in range(20_000)]
+    with pytest.raises(ConfigError, match="make 16,000,000 grid points \\(2 × 400 × 20,000\\)"):
+        load_config(write_config({"analysis": {"confidence": many, "delta": deltas}}))
+    assert time.perf_counter() - start < 30  # refused before any point is built (parsing the TOML is most of it)
+    with pytest.raises(ConfigError, match="more than the 100,000"):
+        load_config(
+            write_config(
+                {"mechanism": {"epsilon": [float(i + 1) for i in range(400)]}, "game": {"m": list(range(1000, 1300))}}
+            )
+        )
+
+
+def test_an_analysis_that_fails_at_one_point_fails_only_its_trials(write_config, tmp_path, monkeypatch):
+    from games.one_run import OneRunGame
+    from games.runner import TrialsFailed
+
+    path = write_config({"analysis": SWEEP})
+    original = OneRunGame.analyse
+
+    def fragile(self, outcome, settings, *, seed):
+        if settings.confidence == 0.9 and settings.delta == 1e-5:
+            raise RuntimeError("estimator broke")
+        return original(self, outcome, settings, seed=seed)
+
+    monkeypatch.setattr(OneRunGame, "analyse", fragile)
+    with pytest.raises(TrialsFailed) as info:
+        run_experiment(load_config(path), tmp_path / "r", progress=False)
+    config = load_config(path)
+    broken = {
+        t.index
+        for t in plan_trials(config)
+        if config.grid[t.grid_index].params["analysis.delta"] == 1e-5
+        and config.grid[t.grid_index].params["analysis.confidence"] == 0.9
+    }
+    assert set(info.value.failed) == broken and len(broken) == 6
+    store = ResultsStore(tmp_path / "r")
+    assert set(store.failures()) == broken and len(store.done()) == 18
+    monkeypatch.setattr(OneRunGame, "analyse", original)
+    run_experiment(load_config(path), tmp_path / "r", progress=False)  # retried: played again for them alone
+    fresh = run_experiment(load_config(path), tmp_path / "fresh", progress=False)
+    cut = lambda rows: rows.drop(columns=["seconds"])  # noqa: E731
+    pd.testing.assert_frame_equal(cut(ResultsStore(tmp_path / "r").rows()), cut(fresh.rows()))
+
+
+def test_a_run_killed_while_adding_repetitions_resumes(write_config, tmp_path):
+    from games.runner import RunInterrupted
+
+    path = write_config()
+    store = run_experiment(load_config(path), tmp_path / "r", progress=False)
+    before = _digest(store.root, "raw")
+    written = []
+    original = ResultsStore.write_trial
+
+    def killed(self, trial, *args, **kwargs):
+        if written:
+            raise KeyboardInterrupt
+        written.append(trial)
+        return original(self, trial, *args, **kwargs)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(ResultsStore, "write_trial", killed), pytest.raises(RunInterrupted):
+        run_experiment(load_config(path, repetitions=5), tmp_path / "r", progress=False)
+    assert json.loads((store.root / "manifest.json").read_text())["repetition_blocks"] == [3, 5]
+    assert len(ResultsStore(store.root).done()) == 7
+    run_experiment(load_config(path, repetitions=5), tmp_path / "r", progress=False)
+    assert len(ResultsStore(store.root).done()) == 10
+    assert {k: v for k, v in _digest(store.root, "raw").items() if k in before} == before
+    assert len(json.loads((store.root / "manifest.json").read_text())["repetitions_added"]) == 1
