@@ -49,6 +49,7 @@ __all__ = [
     "Curve",
     "PanoramiaResult",
     "measure",
+    "members_only_bound",
     "members_only_bounds",
     "members_only_counts",
     "plot_curves",
@@ -491,6 +492,38 @@ def measure(
         baseline_curve=base_curve,
         mia_curve=mia_curve,
     )
+
+
+def members_only_bound(
+    scores: ArrayLike,
+    is_member: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    thresholds: ThresholdStrategy = Bonferroni(100),  # noqa: B008  # frozen, immutable default
+) -> float:
+    """The one-run pure-DP lower bound of one classifier's member guesses at the full significance 1 − confidence.
+
+    PANORAMIA's "RM;RN" comparison (real members against real non-members, the same learned MIA, c = 0), and any
+    single members-only test: the guesses are "member" for every score ≥ t, t chosen by ``thresholds`` without the
+    labels; the bound is Steinke et al.'s (δ = 0) from (n, r, v) at the chosen threshold.
+
+    Raises
+    ------
+    ValueError
+        As :func:`measure` for one score array.
+    """
+    strategy = _check_strategy(thresholds)
+    conf = check_confidence(confidence)
+    values = check_scores("scores", scores)
+    member = check_membership("is_member", is_member, values.shape[0])
+    n_members = int(np.count_nonzero(member))
+    if not 0 < n_members < values.shape[0]:
+        raise ValueError(
+            f"is_member must contain both members (True) and non-members (False), got {n_members} members out of "
+            f"{values.shape[0]}."
+        )
+    choice, _ = _measure_one("ε", values, member, strategy, 1.0 - conf)
+    return float(choice.bound)
 
 
 _PLOT_FORMATS = (".png", ".pdf")

@@ -11,8 +11,9 @@ member"; and ``threshold``: the score at or above which it guesses "member" (fix
 adversary's own data, never from the game's secret), used by games that report an accuracy.
 
 Class attributes checked before any work runs: ``accepts`` (the mechanisms' ``release_kind`` values it can score)
-and ``needs`` (the knowledge it requires: ``"nothing"``, or ``"auxiliary"`` for shadow-modelling attacks, which
-only games that hand out auxiliary data and black-box access can play).
+and ``needs`` (the knowledge it requires: ``"nothing"``; ``"auxiliary"`` for shadow-modelling attacks, which
+only games that hand out auxiliary data and black-box access can play; ``"labelled"`` for learned classifiers fitted
+on labelled members and non-members, which PANORAMIA's game hands out).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from numpy.typing import NDArray
 
 __all__ = ["KNOWLEDGE_KINDS", "Attack", "FittedAttack"]
 
-KNOWLEDGE_KINDS = ("nothing", "auxiliary")
+KNOWLEDGE_KINDS = ("nothing", "auxiliary", "labelled")
 
 
 @runtime_checkable

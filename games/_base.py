@@ -170,6 +170,13 @@ class TrialContext:
             self.progress(k)
 
 
+#: what each kind of knowledge is, and the games that give it (for the incompatibility message)
+_KNOWLEDGE_TEXT = {
+    "auxiliary": ("auxiliary data and black-box access", "the record-level games"),
+    "labelled": ("labelled members and non-members to train a classifier on", "panoramia"),
+}
+
+
 def root_entropy(seed: np.random.SeedSequence, game: str) -> int:
     """The experiment's root entropy of a trial seed, for games that derive streams from it rather than from the
     trial's position (the record games, LiRA: the same record or model gets the same streams in every grid point)."""
@@ -221,9 +228,10 @@ class Game(ABC):
                 f"but mechanism '{mechanism.name}' releases '{mechanism.release_kind}'"
             )
         if attack.needs not in self.knowledge:
+            what, games = _KNOWLEDGE_TEXT.get(attack.needs, (attack.needs, "none built in"))
             return (
-                f"attack '{attack.name}' needs {attack.needs} knowledge (auxiliary data and black-box access), "
-                f"which game '{self.name}' does not give; games that do: the record-level games"
+                f"attack '{attack.name}' needs {attack.needs} knowledge ({what}), "
+                f"which game '{self.name}' does not give; games that do: {games}"
             )
         return None
 

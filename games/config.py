@@ -19,6 +19,7 @@ checked here, before any trial runs.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import importlib
@@ -46,6 +47,7 @@ __all__ = [
     "ConfigError",
     "ExperimentConfig",
     "GridPoint",
+    "component_base",
     "decode_config",
     "import_plugins",
     "load_config",
@@ -182,7 +184,9 @@ def config_hash(data: Mapping[str, Any]) -> str:
 def _plain(value: Any) -> Any:
     """``value`` as JSON values: a dataclass as its init fields, mappings with string keys, sequences as lists."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        # a nested component (a game's generator, an attack's classifier) is known by its name too
+        return {"name": value.name, **fields} if isinstance(value, Game | Mechanism | Attack) else fields
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
@@ -300,25 +304,19 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
     for section, registry in _COMPONENT_SECTIONS.items():
         cls, params = _resolve(section, registry, data[section])
         classes[section] = cls
-        fixed[section] = {}
-        for key, value in params.items():
-            if _is_sweep(cls, key, value):
-                if len(value) == 0:
-                    raise ConfigError(f"[{section}] {key} is an empty list; a sweep needs at least one value.")
-                sweeps.append((section, key, [_freeze(v) for v in value]))
-            else:
-                fixed[section][key] = _freeze(value)
+        fixed[section], found = _collect(section, cls, params)
+        sweeps += [(section, path, values) for path, values in found]
 
     _check_grid_size([len(values) for _, _, values in sweeps], data.get("analysis", {}))
     base, analysis_sweeps, analyses = _parse_analysis(data.get("analysis", {}))
     grid: list[GridPoint] = []
     for play, combo in enumerate(itertools.product(*(values for _, _, values in sweeps))):
-        params = {section: dict(values) for section, values in fixed.items()}
+        params = copy.deepcopy(fixed)
         for (section, key, _), value in zip(sweeps, combo, strict=True):
-            params[section][key] = value
+            _set_path(params[section], key, value)
         built = {section: _build(section, classes[section], params[section]) for section in classes}
         # the values as the components normalised them (e.g. TOML's 1 becomes 1.0 for a float parameter)
-        swept_values = {f"{section}.{key}": getattr(built[section], key) for section, key, _ in sweeps}
+        swept_values = {f"{section}.{key}": _get_path(built[section], key) for section, key, _ in sweeps}
         reason = built["game"].incompatibility(built["mechanism"], built["attack"])
         if reason is not None:
             raise ConfigError(f"incompatible components: {reason}.")
@@ -418,7 +416,7 @@ def stored_games(
         section, _, key = str(item).partition(".")
         if section == "analysis":
             continue  # the analysis sweeps come from [analysis] itself, below
-        values = data.get(section, {}).get(key) if isinstance(data.get(section), Mapping) else None
+        values = _lookup(data.get(section), key)
         if not isinstance(values, list) or not values:
             raise ConfigError(f"swept parameter {item!r} has no list of values in the stored config, got {values!r}.")
         sweeps.append((section, key, values))
@@ -428,14 +426,13 @@ def stored_games(
     stored = [f"analysis.{key}" for key in analysis_sweeps]
     if stored != [item for item in swept if str(item).startswith("analysis.")]:
         raise ConfigError(f"the stored [analysis] sweeps {stored}, but the manifest's swept list says {list(swept)}.")
-    swept_here = {key for section, key, _ in sweeps if section == "game"}
-    fixed = {key: _freeze(value) for key, value in params.items() if key not in swept_here}
+    fixed, _ = _collect("game", cls, params)
     games = []
     for combo in itertools.product(*(values for _, _, values in sweeps)):
-        point = dict(fixed)
+        point = copy.deepcopy(fixed)
         for (section, key, _), value in zip(sweeps, combo, strict=True):
             if section == "game":
-                point[key] = _freeze(value)
+                _set_path(point, key, _freeze(value))
         game = _build("game", cls, point)
         games.extend([game] * len(analyses))
     return tuple(analyses) * (len(games) // len(analyses)), tuple(games)
@@ -589,8 +586,88 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+#: the component base classes a parameter may be typed with, and the registry its table names a component in
+def _component_registries() -> dict[type, Registry[Any]]:
+    return {Game: GAMES, Mechanism: MECHANISMS, Attack: ATTACKS}
+
+
+def component_base(cls: type, key: str) -> type | None:
+    """The component base class (``Mechanism``, ``Attack`` or ``Game``) that parameter ``key`` of ``cls`` is typed
+    with, or ``None``: such a parameter is a *nested component*, given in the config as a table naming it."""
+    hint = typing.get_type_hints(cls).get(key)
+    options = (
+        typing.get_args(hint)
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+        else (hint,)
+    )
+    for option in options:
+        for base in _component_registries():
+            if isinstance(option, type) and issubclass(option, base):
+                return base
+    return None
+
+
+def _collect(label: str, cls: type, params: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, list[Any]]]]:
+    """A component's parameters split into the fixed ones and the sweeps (``"key"`` or, inside a nested
+    component's table, ``"key.subkey"``, with their values); a nested component's table is checked here (its name
+    resolved in its registry, its keys its parameters), and kept as a table of its own fixed values."""
+    fixed: dict[str, Any] = {}
+    sweeps: list[tuple[str, list[Any]]] = []
+    for key, value in params.items():
+        base = component_base(cls, key)
+        if base is not None and isinstance(value, str):
+            value = {"name": value}  # a name alone: the component with its defaults
+        if base is not None and isinstance(value, Mapping):
+            nested_cls, nested = _resolve(f"{label}.{key}", _component_registries()[base], value)
+            inner, inner_sweeps = _collect(f"{label}.{key}", nested_cls, nested)
+            fixed[key] = {"name": value["name"], **inner}
+            sweeps += [(f"{key}.{path}", values) for path, values in inner_sweeps]
+        elif base is not None and not isinstance(value, base):
+            raise ConfigError(
+                f"[{label}] {key} must be a table naming a {base.__name__.lower()} ([{label}.{key}] with name = ...), "
+                f"got {value!r}."
+            )
+        elif _is_sweep(cls, key, value):
+            if len(value) == 0:
+                raise ConfigError(f"[{label}] {key} is an empty list; a sweep needs at least one value.")
+            sweeps.append((key, [_freeze(v) for v in value]))
+        else:
+            fixed[key] = _freeze(value)
+    return fixed, sweeps
+
+
+def _set_path(table: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``table[k1][k2]... = value`` for the dotted ``path`` (nested components' tables)."""
+    *heads, last = path.split(".")
+    for head in heads:
+        table = table[head]
+    table[last] = value
+
+
+def _get_path(component: Any, path: str) -> Any:
+    """The attribute at the dotted ``path`` of a built component (through its nested components)."""
+    for part in path.split("."):
+        component = getattr(component, part)
+    return component
+
+
+def _lookup(table: Any, path: str) -> Any:
+    """``table[k1][k2]...`` for the dotted ``path`` of a stored config, or ``None``."""
+    for part in path.split("."):
+        if not isinstance(table, Mapping):
+            return None
+        table = table.get(part)
+    return table
+
+
 def _build(section: str, cls: type, params: Mapping[str, Any]) -> Any:
+    built = dict(params)
+    for key, value in params.items():
+        base = component_base(cls, key)
+        if base is not None and isinstance(value, Mapping):
+            nested_cls = _component_registries()[base].get(value["name"])
+            built[key] = _build(f"{section}.{key}", nested_cls, {k: v for k, v in value.items() if k != "name"})
     try:
-        return cls(**params)
+        return cls(**built)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[{section}] {cls.name}: {exc}") from None  # type: ignore[attr-defined]

@@ -215,6 +215,11 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "games.record:RecordGames",
             "Both record games on the same targets with the same trained attack (miss rate and RMSD need the pair).",
         ),
+        "panoramia": Builtin(
+            "games.panoramia:PanoramiaGame",
+            "PANORAMIA: real members vs generated non-members, an MIA vs a helper-model baseline; ε̃ beside O(1) and "
+            "RM;RN.",
+        ),
         "lira": Builtin(
             "games.lira:LiRAGame",
             "Efficient LiRA: M models on random halves of a pool, each the target of the others; three calibrated "
@@ -285,6 +290,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         "lira": Builtin(
             "attacks.lira:LiRA",
             "Carlini et al.'s likelihood-ratio attack on trained models, online or offline, with optional FPC.",
+        ),
+        "classifier-mia": Builtin(
+            "attacks.classifier:ClassifierMIA",
+            "A membership classifier on each example and a model's signal on it (PANORAMIA's MIA and baseline).",
         ),
         "tapas-queries": Builtin(
             "attacks.queries:CountingQueries",

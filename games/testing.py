@@ -153,6 +153,23 @@ def _knowledge(kind: str = "table") -> Any:
     return Knowledge(table.iloc[:150], table.iloc[[199]], 20, BlackBox(Synthpop()))
 
 
+def _labelled(kind: str = "model") -> Any:
+    """Labelled examples for a learned classifier (``needs = "labelled"``): the sample dataset, its include-mask as
+    membership, every other record to fit on, and the sample trained model's signal."""
+    from attacks.classifier import LabelledExamples
+
+    data = _dataset()
+    release, _ = _trained_model_release()
+    return LabelledExamples(data.x, data.y, data.include, np.arange(0, len(data), 2), release)
+
+
+def _labelled_partners() -> tuple[Mechanism, Attack]:
+    from attacks.classifier import ClassifierMIA
+    from mechanisms.training.trees import GradientBoostedTrees
+
+    return _small_model(), ClassifierMIA(classifier=GradientBoostedTrees(max_iter=5))
+
+
 def _canary_partners() -> tuple[Mechanism, Attack]:
     from attacks import Identity
     from mechanisms import RandomizedResponse
@@ -197,6 +214,7 @@ _PARTNERS: dict[str, Callable[[], tuple[Mechanism, Attack]]] = {
     "canary-dataset": _canary_dataset_partners,
     "table": _table_partners,
     "dataset": _dataset_partners,
+    "labelled": _labelled_partners,  # for games whose knowledge is labelled examples (PANORAMIA)
 }
 
 
@@ -208,6 +226,7 @@ class _Samples:
     releases: Mapping[str, Callable[[], tuple[Any, np.ndarray]]]
     partners: Mapping[str, Callable[[], tuple[Mechanism, Attack]]]
     knowledge: Callable[[str], Any]  # by release kind: a table attack's black box runs a generator, a model's trains
+    labelled: Callable[[str], Any] = _labelled  # by release kind: what a learned classifier is fitted on
 
 
 def _samples(
@@ -227,6 +246,7 @@ def _samples(
         },
         partners={**_PARTNERS, **{k: const(v) for k, v in (partners or {}).items()}},
         knowledge=_knowledge if knowledge is None else (lambda kind: knowledge),
+        labelled=_labelled if knowledge is None else (lambda kind: knowledge),
     )
 
 
@@ -506,7 +526,13 @@ def check_attack_kinds(attack: Attack, samples: _Samples) -> None:
 def check_attack_scores(attack: Attack, samples: _Samples) -> None:
     """For every accepted release kind: one finite float64 per target, a finite threshold, reproducible fitting."""
     for kind in sorted(attack.accepts):
-        knowledge = samples.knowledge(kind) if attack.needs == "auxiliary" else None
+        knowledge = (
+            samples.knowledge(kind)
+            if attack.needs == "auxiliary"
+            else samples.labelled(kind)
+            if attack.needs == "labelled"
+            else None
+        )
         release, targets = _sample(samples.releases, kind, "release", "releases")
         where = f"{_label(attack)} on a {kind!r} release"
         scores = []
@@ -552,6 +578,8 @@ def check_game_kinds(game: Game, samples: _Samples) -> None:
 def check_game_play(game: Game, samples: _Samples) -> None:
     """Plays its partners reproducibly from the seed (and differently for another), with a row of scalars."""
     kinds = sorted(game.input_kinds)
+    if "labelled" in game.knowledge and "nothing" not in game.knowledge:
+        kinds = ["labelled", *kinds]  # its attack is a learned classifier: the labelled partners first
     known = [k for k in kinds if k in samples.partners] or kinds[:1]
     # the first pair the game accepts (a game's parameters may choose among its input kinds: the canary games'
     # data), or, when it accepts none, the first pair's refusal
@@ -644,8 +672,9 @@ def checks_for(
         A release per ``release_kind`` and the target indices an attack scores on it.
     partners : mapping of str to (Mechanism, Attack), optional
         The mechanism and attack a game of that input kind plays in its check.
-    knowledge : attacks.knowledge.Knowledge, optional
-        What a shadow-modelling attack (``needs = "auxiliary"``) is fitted on.
+    knowledge : attacks.knowledge.Knowledge or attacks.classifier.LabelledExamples, optional
+        What a shadow-modelling attack (``needs = "auxiliary"``) or a learned classifier (``needs = "labelled"``)
+        is fitted on.
 
     Returns
     -------

@@ -13,13 +13,16 @@ from mechanisms import Mechanism, RandomizedResponse
 
 
 def test_builtins_registered():
-    assert GAMES.names() == ["lira", "multi-run", "one-run", "record", "record-model-seeded", "record-traditional"]
+    assert GAMES.names() == [
+        "lira", "multi-run", "one-run", "panoramia", "record", "record-model-seeded", "record-traditional"
+    ]  # fmt: skip
     assert MECHANISMS.names() == [
         "baynet", "dpsgd-blackbox", "dpsgd-mlp", "dpsgd-whitebox", "gaussian", "gradient-boosted-trees",
         "logistic-regression", "mlp", "privbayes", "randomized-response", "synthpop"
     ]  # fmt: skip
     assert ATTACKS.names() == [
-        "closest-distance", "exact-copies", "groundhog", "identity", "lira", "negative-loss", "tapas-queries"
+        "classifier-mia", "closest-distance", "exact-copies", "groundhog", "identity", "lira", "negative-loss",
+        "tapas-queries"
     ]  # fmt: skip
     assert MECHANISMS.get("randomized-response") is RandomizedResponse
 

@@ -7,9 +7,11 @@ fails."""
 from __future__ import annotations
 
 from attacks import ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
+from attacks.classifier import ClassifierMIA
 from attacks.lira import LiRA
 from games import MultiRunGame, OneRunGame
 from games.lira import LiRAGame
+from games.panoramia import PanoramiaGame
 from games.record import ModelSeededRecordGame, RecordGames, TraditionalRecordGame
 from games.registry import ATTACKS, GAMES, MECHANISMS
 from games.testing import checks_for, parametrize_with_checks
@@ -27,6 +29,16 @@ EXAMPLES = {
     ("game", "record-model-seeded"): ModelSeededRecordGame(dataset_size=50, rounds=4, neighbours="add-remove"),
     ("game", "record"): RecordGames(dataset_size=50, rounds=4),
     ("game", "lira"): LiRAGame(pool_size=200, n_models=6, n_boot=40),
+    ("game", "panoramia"): PanoramiaGame(
+        train_size=700,
+        generator_rows=200,
+        m=300,
+        helper_rows=200,
+        o1_candidates=200,
+        o1_guesses=20,
+        thresholds=10,
+        helper=LogisticRegressionClassifier(epochs=2),
+    ),
     ("mechanism", "randomized-response"): RandomizedResponse(epsilon=1.0),
     ("mechanism", "gaussian"): GaussianMechanism(sigma=1.0),
     # σ = 3 keeps the PLD accountant's ε fast (0.4 s a δ against 2.5 s at σ = 1)
@@ -42,6 +54,7 @@ EXAMPLES = {
     ("attack", "negative-loss"): NegativeLoss(),
     ("attack", "identity"): Identity(),
     ("attack", "lira"): LiRA(n_shadows=4),
+    ("attack", "classifier-mia"): ClassifierMIA(classifier=GradientBoostedTrees(max_iter=5)),
     ("attack", "tapas-queries"): CountingQueries(n_shadows=4, n_estimators=5),
     ("attack", "groundhog"): Groundhog(n_shadows=4, n_estimators=5),
     ("attack", "closest-distance"): ClosestDistance(n_shadows=4),

@@ -1,0 +1,345 @@
+"""The PANORAMIA game: who sees what, the two extreme targets, the comparisons, the cache, and refused inputs.
+
+The helper model never sees an audit non-member and the classifiers' test parts are disjoint from their train parts;
+a target that ignores its data gives ε̃ ≈ 0; a target that memorises its data reaches the estimator's ceiling for
+that m; n_jobs 1 and 2 agree; a run that changes only the classifier reuses the cached target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.cache import ArtefactCache
+from attacks.classifier import ClassifierMIA, LabelledExamples
+from games.config import ConfigError, load_config, parse_config
+from games.panoramia import PanoramiaGame
+from games.runner import run_experiment
+from mechanisms.training.models import TrainedModel
+from mechanisms.training.release import ModelRelease
+from mechanisms.training.trees import GradientBoostedTrees
+
+SMALL = {
+    "data": "adult",
+    "train_size": 1500,
+    "generator_rows": 500,
+    "m": 400,
+    "helper_rows": 400,
+    "o1_candidates": 400,
+    "o1_guesses": 40,
+    "thresholds": 20,
+}
+
+
+def sections(**game: Any) -> dict[str, Any]:
+    return {
+        "experiment": {"name": "pan", "seed": 11, "repetitions": 2},
+        "game": {
+            "name": "panoramia",
+            **SMALL,
+            "generator": {"name": "synthpop"},
+            "helper": {"name": "logistic-regression", "epochs": 3},
+            **game,
+        },
+        "mechanism": {"name": "logistic-regression", "epochs": 5},
+        "attack": {"name": "classifier-mia", "classifier": {"name": "gradient-boosted-trees", "max_iter": 20}},
+        "analysis": {"confidence": 0.95, "delta": 1e-5},
+    }
+
+
+def _seed(rep: int = 0) -> np.random.SeedSequence:
+    return np.random.SeedSequence(11, spawn_key=(0, rep))
+
+
+# -- test releases: a model that ignores its data and one that memorises it -----------------------------------
+
+
+class _Constant(ModelRelease):
+    """Logits 0 for every input: every example's loss is log 2, members' and generated points' alike."""
+
+    n_classes = 2
+
+    def logits(self, x: Any) -> np.ndarray:
+        return np.zeros((np.asarray(x).shape[0], 2))
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {}
+
+
+class _Memory(ModelRelease):
+    """Logit ±30 towards the label of a training row it holds, 0 elsewhere: loss ≈ 0 on its data, log 2 off it."""
+
+    n_classes = 2
+
+    def __init__(self, rows: dict[bytes, int]) -> None:
+        self.rows = rows
+
+    def logits(self, x: Any) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        out = np.zeros((x.shape[0], 2))
+        for i, row in enumerate(x):
+            label = self.rows.get(row.tobytes())
+            if label is not None:
+                out[i, label] = 30.0
+        return out
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Ignores(TrainedModel):
+    name: ClassVar[str] = "test-ignores"
+
+    def privacy_claim(self) -> None:
+        return None
+
+    def train(self, pool: Any, masks: np.ndarray, rngs: Any, *, sizes: Any) -> list[ModelRelease]:
+        return [_Constant() for _ in masks]
+
+
+@dataclass(frozen=True, slots=True)
+class _Memorises(TrainedModel):
+    name: ClassVar[str] = "test-memorises"
+
+    def privacy_claim(self) -> None:
+        return None
+
+    def train(self, pool: Any, masks: np.ndarray, rngs: Any, *, sizes: Any) -> list[ModelRelease]:
+        return [_Memory({pool.x[i].tobytes(): int(pool.y[i]) for i in np.flatnonzero(mask)}) for mask in masks]
+
+
+def _game(**changes: Any) -> tuple[PanoramiaGame, ClassifierMIA]:
+    config = parse_config(sections(**changes))
+    point = config.grid[0]
+    return point.game, point.attack
+
+
+# -- who sees what --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def numbered_rows(monkeypatch):
+    """Generated rows made unique, and unlike any real row (Adult's rows repeat, and Synthpop copies values), so
+    that each one can be followed: its fnlwgt is 13,000 + 100 i."""
+    from mechanisms.synth.synthpop import Synthpop
+
+    synthesise = Synthpop.release
+
+    def numbered(self, data, *, rng):
+        table = synthesise(self, data, rng=rng)
+        return table.assign(fnlwgt=13_000 + 100 * np.arange(len(table)))
+
+    monkeypatch.setattr(Synthpop, "release", numbered)
+
+
+def test_the_helper_never_sees_an_audit_non_member_and_test_parts_are_held_out(monkeypatch, numbered_rows):
+    game, attack = _game()
+    seen: dict[str, Any] = {"fits": [], "scores": []}
+    helper_cls = type(game.helper)
+    original_train = helper_cls.train
+    original_fit = ClassifierMIA.fit
+
+    def train(self, pool, masks, rngs, *, sizes):
+        if self is game.helper:
+            seen["helper"] = pool.x[masks[0]].copy()
+        return original_train(self, pool, masks, rngs, sizes=sizes)
+
+    def fit(self, knowledge, *, rng):
+        seen["fits"].append(knowledge)
+        fitted = original_fit(self, knowledge, rng=rng)
+        score = fitted.score
+
+        def recorded(release, targets):
+            seen["scores"].append(np.asarray(targets))
+            return score(release, targets)
+
+        object.__setattr__(fitted, "score", recorded)
+        return fitted
+
+    monkeypatch.setattr(helper_cls, "train", train)
+    monkeypatch.setattr(ClassifierMIA, "fit", fit)
+    outcome = game.play(game_mechanism(), attack, seed=_seed())
+    audit: LabelledExamples = seen["fits"][0]
+    non_members = audit.x[~audit.member]
+    helper_rows = {row.tobytes() for row in seen["helper"]}
+    assert len(helper_rows) == game.helper_rows  # every generated row is its own
+    assert not any(row.tobytes() in helper_rows for row in non_members)
+    assert len(seen["fits"]) == 3 and len(seen["scores"]) == 3  # MIA, baseline, RM;RN
+    for knowledge, targets in zip(seen["fits"], seen["scores"], strict=True):
+        assert not set(knowledge.train.tolist()) & set(targets.tolist())
+        assert len(knowledge.train) + len(targets) == game.m
+    assert outcome.scores.shape == outcome.membership.shape == (round(game.m * game.test_fraction),)
+    # the MIA reads the target, the baseline the helper, RM;RN the target again
+    assert seen["fits"][0].model is seen["fits"][2].model is not seen["fits"][1].model
+
+
+def game_mechanism() -> Any:
+    from mechanisms.training.models import LogisticRegressionClassifier
+
+    return LogisticRegressionClassifier(epochs=5)
+
+
+def test_a_target_that_ignores_its_data_shows_no_leakage():
+    game, attack = _game(m=800)
+    rows = []
+    for rep in range(3):
+        seed = _seed(rep)
+        rows.append(game.analyse_trial(game.play(_Ignores(), attack, seed=seed), _settings(), seed=seed))
+    table = pd.DataFrame(rows)
+    assert (table["eps_tilde"] < 0.4).all(), table
+    assert (table["rmrn_epsilon_lb"] < 0.3).all() and (table["o1_epsilon_lb"] == 0).all()
+
+
+def test_a_target_that_memorises_its_data_reaches_the_ceiling_for_that_m(numbered_rows):
+    from analysis.panoramia import measure
+    from analysis.thresholds import Bonferroni
+
+    game, attack = _game()
+    seed = _seed()
+    outcome = game.play(_Memorises(), attack, seed=seed)
+    metrics = game.analyse_trial(outcome, _settings(), seed=seed)
+    member = outcome.membership
+    # the MIA separates members from generated points completely
+    scores = outcome.scores
+    assert scores[~member].max() < scores[member].min()
+    # so its bound is the ceiling: every member ranked above every non-member, at the same 20 candidates
+    perfect = member + np.random.default_rng(0).uniform(0.0, 0.5, member.size)
+    ceiling = measure(outcome.arrays["baseline"], perfect, member, thresholds=Bonferroni(20)).c_plus_eps_lb
+    assert metrics["c_plus_eps_lb"] == pytest.approx(ceiling, abs=0.05)
+
+    assert metrics["c_plus_eps_lb"] > 2.5 and metrics["rmrn_epsilon_lb"] > 2 and metrics["o1_epsilon_lb"] > 1
+    assert metrics["eps_tilde"] == pytest.approx(max(0.0, metrics["c_plus_eps_lb"] - metrics["c_lb"]))
+
+
+def _settings() -> Any:
+    from games._base import AnalysisSettings
+
+    return AnalysisSettings(confidence=0.95, delta=1e-5)
+
+
+# -- through the runner ----------------------------------------------------------------------------------------
+
+
+def test_n_jobs_1_and_2_identical_and_the_report_has_the_columns(tmp_path):
+    config = parse_config(sections())
+    one = run_experiment(config, tmp_path / "one", progress=False).rows()
+    two = run_experiment(config, tmp_path / "two", progress=False, n_jobs=2).rows()
+    cut = lambda rows: rows.drop(columns=["seconds"])  # noqa: E731
+    pd.testing.assert_frame_equal(cut(one), cut(two))
+    from games.report import summarise_results
+
+    summary, _ = summarise_results(str(tmp_path / "one"))
+    for column in (
+        "c_lb_median",
+        "c_plus_eps_lb_median",
+        "eps_tilde_median",
+        "o1_epsilon_lb_median",
+        "rmrn_epsilon_lb_median",
+        "epsilon_analytic",
+        "m",
+    ):
+        assert column in summary.columns
+
+
+def test_changing_only_the_classifier_reuses_the_cached_target(tmp_path, monkeypatch):
+    from mechanisms.training.models import LogisticRegressionClassifier
+
+    trained = []
+    original = LogisticRegressionClassifier.train
+    monkeypatch.setattr(
+        LogisticRegressionClassifier,
+        "train",
+        lambda self, *a, **k: trained.append(self.epochs) or original(self, *a, **k),
+    )
+    cache = ArtefactCache(tmp_path / "cache")
+    first = sections()
+    run_experiment(parse_config(first), tmp_path / "a", progress=False, cache=cache)
+    assert sorted(trained) == [3, 3, 5, 5]  # the helper and the target, per repetition
+    trained.clear()
+    second = sections()
+    second["attack"]["classifier"]["max_iter"] = 30
+    second["game"]["m"] = 300
+    run_experiment(parse_config(second), tmp_path / "b", progress=False, cache=cache)
+    assert 5 not in trained  # the target is not trained again (m and the classifier do not change it)
+
+
+# -- nesting in the config --------------------------------------------------------------------------------------
+
+
+def test_nested_components_are_built_validated_and_swept(write_config):
+    data = sections()
+    data["attack"]["classifier"]["max_iter"] = [10, 20]
+    config = parse_config(data)
+    assert config.swept == ("attack.classifier.max_iter",)
+    assert [p.attack.classifier.max_iter for p in config.grid] == [10, 20]
+    assert [p.params["attack.classifier.max_iter"] for p in config.grid] == [10, 20]
+    assert isinstance(config.grid[0].attack.classifier, GradientBoostedTrees)
+    assert config.normalised["grid"][0]["attack"]["classifier"]["name"] == "gradient-boosted-trees"
+    assert config.normalised["grid"][0]["game"]["generator"]["name"] == "synthpop"
+    short = sections()
+    short["game"]["generator"] = "baynet"  # a name alone: the component with its defaults
+    assert parse_config(short).grid[0].game.generator.name == "baynet"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"attack": {"classifier": {"name": "gradient-boosted-trees", "depth": 3}}},
+            r"\[attack.classifier\] gradient-boosted-trees has no parameter 'depth'",
+        ),
+        ({"attack": {"classifier": {"max_iter": 3}}}, r"\[attack.classifier\] name is missing"),
+        (
+            {"attack": {"classifier": {"name": "gradient-boosted-trees", "max_iter": 0}}},
+            r"\[attack.classifier\] gradient-boosted-trees: max_iter",
+        ),
+        ({"attack": {"classifier": {"name": "synthpop"}}}, "classifier must be a trained-model mechanism"),
+        ({"attack": {"classifier": 3}}, r"\[attack\] classifier must be a table naming a mechanism"),
+        ({"game": {"generator": {"name": "mlp"}}}, "generator must be a table generator"),
+        ({"game": {"helper": {"name": "synthpop"}}}, "helper must be a trained model"),
+        ({"game": {"m": 1200}}, "m must be at most train_size − generator_rows = 1000"),
+        ({"game": {"m": 60}}, "leaves about 15 examples of a class"),
+        (
+            {"game": {"train_size": 40000, "generator_rows": 1000, "m": 5000, "o1_candidates": 5000}},
+            "train_size \\+ o1_candidates \\+ m .* = 50,000 is more",
+        ),
+        ({"game": {"o1_guesses": 300}}, "o1_guesses must be"),
+        ({"attack": {"name": "identity"}}, "'classifier-mia'|scores releases of kind"),
+        ({"mechanism": {"name": "randomized-response", "epsilon": 1.0}}, "audits a trained model"),
+    ],
+)
+def test_bad_inputs_are_refused_in_one_line_before_training(change, message):
+    data = sections()
+    for section, values in change.items():
+        if section == "attack" and "name" in values:
+            data["attack"] = dict(values)
+        elif section == "mechanism":
+            data["mechanism"] = dict(values)
+        else:
+            data[section] = {**data[section], **values}
+    with pytest.raises(ConfigError, match=message) as info:
+        parse_config(data)
+    assert "\n" not in str(info.value)
+
+
+def test_a_generator_that_cannot_take_the_columns_is_refused(monkeypatch):
+    from mechanisms.synth.synthpop import Synthpop
+
+    def refuse(self, data, *, rng):
+        raise ValueError("column 'education' has too many categories")
+
+    monkeypatch.setattr(Synthpop, "release", refuse)
+    with pytest.raises(ConfigError, match="generator 'synthpop' cannot synthesise the adult table: column"):
+        parse_config(sections())
+
+
+def test_the_quick_experiment_config_is_valid():
+    from pathlib import Path
+
+    config = load_config(Path(__file__).parents[2] / "experiments" / "panoramia_adult_quick.toml")
+    assert config.grid[0].game.name == "panoramia" and config.grid[0].game.m == 1000
