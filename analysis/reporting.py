@@ -310,6 +310,7 @@ def plot_estimator_ladder(
     *,
     title: str,
     subtitle: str,
+    ylabel: str = "ε lower bound (median;\nbar: min–max over repetitions)",
 ) -> tuple[Path, list[str]]:
     """Every estimator's median bound, its min–max over the repetitions as a bar, against the analytic ε.
 
@@ -324,6 +325,8 @@ def plot_estimator_ladder(
         ``.png``, ``.pdf`` or ``.svg``.
     title, subtitle : str
         The experiment's name, and its context (confidence, δ, m, the guessing rule).
+    ylabel : str, optional
+        The y axis' label.
 
     Returns
     -------
@@ -374,7 +377,7 @@ def plot_estimator_ladder(
             if heading:
                 ax.set_title(", ".join(heading), fontsize="small")
             if j == 0:
-                ax.set_ylabel("ε lower bound (median;\nbar: min–max over repetitions)", fontsize="small")
+                ax.set_ylabel(ylabel, fontsize="small")
     fig.suptitle(f"{title}\n{subtitle}", fontsize="medium")
     note = f"no bound at this δ: {', '.join(omitted)}" if omitted else None
     if note:

@@ -210,6 +210,10 @@ class Game(ABC):
     # how the game bounds ε from scores, for ``[analysis] estimators`` and ``threshold`` (games.bounds): "one-run"
     # (one run on m canaries), "runs" (repeated runs), or None (the game does not take them)
     bound_kind: ClassVar[str | None] = None
+    # the measurements ``privgame report --plot`` draws side by side per grid point, as (legend label, summary
+    # column prefix with _median/_min/_max), for games with several on the same target (PANORAMIA); None: the
+    # headline against the analytic ε
+    side_by_side: ClassVar[tuple[tuple[str, str], ...] | None] = None
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
         """Why this game cannot play ``mechanism`` with ``attack``, or ``None`` if it can.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import importlib
 import itertools
@@ -570,7 +571,7 @@ def _resolve(section: str, registry: Registry[Any], table: Mapping[str, Any]) ->
 def _is_sweep(cls: type, key: str, value: Any) -> bool:
     if not isinstance(value, list):
         return False
-    hint = typing.get_type_hints(cls).get(key)
+    hint = _type_hints(cls).get(key)
     options = (
         typing.get_args(hint)
         if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
@@ -591,10 +592,16 @@ def _component_registries() -> dict[type, Registry[Any]]:
     return {Game: GAMES, Mechanism: MECHANISMS, Attack: ATTACKS}
 
 
+@functools.lru_cache(maxsize=256)
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, evaluated once per class (it compiles every annotation each time)."""
+    return typing.get_type_hints(cls)
+
+
 def component_base(cls: type, key: str) -> type | None:
     """The component base class (``Mechanism``, ``Attack`` or ``Game``) that parameter ``key`` of ``cls`` is typed
     with, or ``None``: such a parameter is a *nested component*, given in the config as a table naming it."""
-    hint = typing.get_type_hints(cls).get(key)
+    hint = _type_hints(cls).get(key)
     options = (
         typing.get_args(hint)
         if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union

@@ -83,6 +83,20 @@ def _table(data: str) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+@lru_cache(maxsize=64)
+def _generator_problem(generator: Mechanism, data: str) -> str | None:
+    """Why ``generator`` cannot synthesise the ``data`` table (tried on its first 40 rows), or ``None``; asked once
+    per generator and data (every grid point of a sweep asks)."""
+    try:
+        sample = _table(data).iloc[:40].reset_index(drop=True)
+        out = generator.release(sample, rng=np.random.default_rng(0))
+    except (TypeError, ValueError) as exc:
+        return f"generator '{generator.name}' cannot synthesise the {data} table: {exc}"
+    if not isinstance(out, pd.DataFrame) or list(out.columns) != list(sample.columns):
+        return f"generator '{generator.name}' must return a table with the {data} table's columns"
+    return None
+
+
 def _stream(entropy: int, tag: int, *extra: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([entropy, tag, *extra]))
 
@@ -134,6 +148,13 @@ class PanoramiaGame(Game):
     knowledge: ClassVar[frozenset[str]] = frozenset({"labelled"})
     headline: ClassVar[str] = "eps_tilde_median"
     headline_band: ClassVar[tuple[str, str] | None] = ("eps_tilde_min", "eps_tilde_max")
+    side_by_side: ClassVar[tuple[tuple[str, str], ...] | None] = (
+        ("c_lb (baseline)", "c_lb"),
+        ("{c+ε}_lb (MIA)", "c_plus_eps_lb"),
+        ("ε̃ (a measurement)", "eps_tilde"),
+        ("RM;RN", "rmrn_epsilon_lb"),
+        ("O(1)", "o1_epsilon_lb"),
+    )
 
     data: str = "adult"
     train_size: int = 10_000
@@ -208,14 +229,7 @@ class PanoramiaGame(Game):
 
     def generator_problem(self) -> str | None:
         """Why the generator cannot synthesise this data's table (tried on 40 rows), or ``None``."""
-        try:
-            sample = _table(self.data).iloc[:40].reset_index(drop=True)
-            out = self.generator.release(sample, rng=np.random.default_rng(0))
-        except (TypeError, ValueError) as exc:
-            return f"generator '{self.generator.name}' cannot synthesise the {self.data} table: {exc}"
-        if not isinstance(out, pd.DataFrame) or list(out.columns) != list(sample.columns):
-            return f"generator '{self.generator.name}' must return a table with the {self.data} table's columns"
-        return None
+        return _generator_problem(self.generator, self.data)
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         n = self.train_size + self.o1_candidates + self.m

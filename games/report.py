@@ -209,6 +209,22 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
         title = printable(str(manifest.get("name") or Path(root).name))
         return plot_roc_curves(curves, path, title=title, subtitle=_context(store))
     name, context = ladder_context(root)
+    if cls.side_by_side is not None:
+        from analysis.reporting import plot_estimator_ladder
+
+        frame = summary[[c for c in summary.columns if c in swept or c == "epsilon_analytic"]].copy()
+        for label, prefix in cls.side_by_side:
+            for end in ("median", "min", "max"):
+                frame[f"{label}.epsilon_lb_{end}"] = summary[f"{prefix}_{end}"]
+        written, _ = plot_estimator_ladder(
+            frame,
+            swept,
+            path,
+            title=name,
+            subtitle=textwrap.fill(context, 90),
+            ylabel="ε, c or c + ε (median; bar: min–max over repetitions)",
+        )
+        return written
     return plot_lower_bounds(
         summary,
         path,

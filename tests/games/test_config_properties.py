@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_registry_contract import EXAMPLES
 
-from games.config import ConfigError, parse_config
+from games.config import ConfigError, component_base, parse_config
 from games.registry import ATTACKS, GAMES, MECHANISMS
 from mechanisms import Mechanism
 
@@ -163,6 +163,11 @@ def _assert_refused_naming(section: str, table: Mapping[str, Any], key: str, val
     with pytest.raises(ConfigError) as info:
         parse_config(config)
     message = str(info.value)
+    cls = {"game": GAMES, "mechanism": MECHANISMS, "attack": ATTACKS}[section].get(table["name"])
+    if component_base(cls, key) is not None:  # a nested component: the config resolves its table, naming both
+        nested = (f"[{section}] {key} must be a table naming", f"[{section}.{key}] ", f"[{section}] {table['name']}: ")
+        assert message.startswith(nested), message
+        return
     prefix = f"[{section}] {table['name']}: "
     assert message.startswith(prefix), message  # the component refused it, not the config's own checks
     assert key in message.removeprefix(prefix), message

@@ -233,7 +233,11 @@ def test_n_jobs_1_and_2_identical_and_the_report_has_the_columns(tmp_path):
     pd.testing.assert_frame_equal(cut(one), cut(two))
     from games.report import summarise_results
 
-    summary, _ = summarise_results(str(tmp_path / "one"))
+    summary, swept = summarise_results(str(tmp_path / "one"))
+    from games.report import plot_results
+
+    figure = plot_results(str(tmp_path / "one"), summary, swept, tmp_path / "p.png")
+    assert figure.stat().st_size > 0  # the five measurements side by side (no analytic ε to plot against)
     for column in (
         "c_lb_median",
         "c_plus_eps_lb_median",
@@ -333,9 +337,15 @@ def test_a_generator_that_cannot_take_the_columns_is_refused(monkeypatch):
     def refuse(self, data, *, rng):
         raise ValueError("column 'education' has too many categories")
 
+    from games.panoramia import _generator_problem
+
     monkeypatch.setattr(Synthpop, "release", refuse)
-    with pytest.raises(ConfigError, match="generator 'synthpop' cannot synthesise the adult table: column"):
-        parse_config(sections())
+    _generator_problem.cache_clear()  # the answer is kept per (generator, data)
+    try:
+        with pytest.raises(ConfigError, match="generator 'synthpop' cannot synthesise the adult table: column"):
+            parse_config(sections())
+    finally:
+        _generator_problem.cache_clear()
 
 
 def test_the_quick_experiment_config_is_valid():
@@ -343,3 +353,29 @@ def test_the_quick_experiment_config_is_valid():
 
     config = load_config(Path(__file__).parents[2] / "experiments" / "panoramia_adult_quick.toml")
     assert config.grid[0].game.name == "panoramia" and config.grid[0].game.m == 1000
+
+
+def test_golden_panoramia_row(stored_trial):
+    """One stored trial pinned to its seed: reordering the streams or the roles changes these numbers."""
+    data = sections()
+    data["experiment"]["repetitions"] = 1
+    row, outcome = stored_trial(data)
+    assert row["spawn_key"] == "0/0" and row["m"] == 400 and row["n_test"] == 200
+    assert (row["target_member_accuracy"], row["target_heldout_accuracy"], row["helper_accuracy"]) == (
+        0.7625,
+        0.755,
+        0.7575,
+    )
+    assert int(outcome.membership.sum()) == 111
+    np.testing.assert_allclose(
+        outcome.scores[:4], [0.2570718450282959, 0.4803877633358006, 0.2089737961597935, 0.630859738871595], rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        outcome.arrays["baseline"][:4],
+        [0.3269309505380698, 0.3235139912934337, 0.27537447642000434, 0.4498409765800564],
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        outcome.arrays["o1_scores"][:3], [-0.3561276621169427, -0.29132564147313467, -0.3279222533274254], rtol=1e-5
+    )
+    assert row["c_lb"] == row["c_plus_eps_lb"] == row["eps_tilde"] == row["rmrn_epsilon_lb"] == 0.0
