@@ -35,7 +35,16 @@ from analysis.cache import ArtefactCache
 from attacks._base import Attack
 from mechanisms._base import Mechanism
 
-__all__ = ["AnalysisSettings", "Game", "TrialContext", "TrialOutcome", "role_seeds", "root_entropy"]
+__all__ = [
+    "AnalysisSettings",
+    "Game",
+    "TrialContext",
+    "TrialOutcome",
+    "keyed_seed",
+    "repetition_of",
+    "role_seeds",
+    "root_entropy",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +192,17 @@ def root_entropy(seed: np.random.SeedSequence, game: str) -> int:
     if not isinstance(seed.entropy, int):
         raise ValueError(f"{game} needs a SeedSequence of one integer seed, got entropy {seed.entropy!r}.")
     return seed.entropy
+
+
+def repetition_of(seed: np.random.SeedSequence) -> int:
+    """The repetition (or target) index of a trial seed: the last entry of its spawn key (0 for a root seed)."""
+    return int(seed.spawn_key[-1]) if seed.spawn_key else 0
+
+
+def keyed_seed(entropy: int, *key: int) -> np.random.SeedSequence:
+    """The stream of a role keyed by content rather than by grid position: ``SeedSequence([entropy, *key])``
+    (a role tag, then the sizes and indices it depends on), as the record, LiRA and PANORAMIA games derive theirs."""
+    return np.random.SeedSequence([entropy, *key])
 
 
 def role_seeds(seed: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:

@@ -571,12 +571,7 @@ def _resolve(section: str, registry: Registry[Any], table: Mapping[str, Any]) ->
 def _is_sweep(cls: type, key: str, value: Any) -> bool:
     if not isinstance(value, list):
         return False
-    hint = _type_hints(cls).get(key)
-    options = (
-        typing.get_args(hint)
-        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
-        else (hint,)
-    )
+    options = _hint_options(cls, key)
     is_sequence_param = any(typing.get_origin(h) in (tuple, list) or h in (tuple, list) for h in options)
     return not is_sequence_param or all(isinstance(v, list) for v in value)
 
@@ -598,16 +593,18 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+def _hint_options(cls: type, key: str) -> tuple[Any, ...]:
+    """The types parameter ``key`` of ``cls`` is annotated with: the members of a union, or the one type."""
+    hint = _type_hints(cls).get(key)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return typing.get_args(hint)
+    return (hint,)
+
+
 def component_base(cls: type, key: str) -> type | None:
     """The component base class (``Mechanism``, ``Attack`` or ``Game``) that parameter ``key`` of ``cls`` is typed
     with, or ``None``: such a parameter is a *nested component*, given in the config as a table naming it."""
-    hint = _type_hints(cls).get(key)
-    options = (
-        typing.get_args(hint)
-        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
-        else (hint,)
-    )
-    for option in options:
+    for option in _hint_options(cls, key):
         for base in _component_registries():
             if isinstance(option, type) and issubclass(option, base):
                 return base

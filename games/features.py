@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["LABELS", "POPULATION_SIZES", "ModelArrays", "encode", "model_arrays"]
+__all__ = ["LABELS", "POPULATION_SIZES", "ModelArrays", "encode", "model_arrays", "population_table"]
 
 LABELS = {"adult": ("income", ">50K"), "compas": ("two_year_recid", 1)}
 POPULATION_SIZES = {"adult": 48_842, "compas": 7_214}
@@ -92,12 +92,19 @@ def encode(table: pd.DataFrame, data: str) -> ModelArrays:
     return ModelArrays(x=np.ascontiguousarray(np.hstack(blocks)), y=y, features=tuple(names), label=label)
 
 
+@lru_cache(maxsize=4)
+def population_table(data: str) -> pd.DataFrame:
+    """The whole ``data`` population as shipped (Adult's train then test split), rows numbered from 0: the record
+    ids of every model and record game; cached per process (callers must not modify it)."""
+    from games.datasets import load
+
+    table: pd.DataFrame = load(data, split="all") if data == "adult" else load(data)
+    return table.reset_index(drop=True)
+
+
 @lru_cache(maxsize=2)
 def model_arrays(data: str) -> ModelArrays:
     """The whole ``data`` population (load order) encoded by :func:`encode`; cached per process."""
-    from games.datasets import load
-
     if data not in LABELS:
         raise ValueError(f"data must be one of {', '.join(LABELS)} for a model, got {data!r}.")
-    table = load(data, split="all") if data == "adult" else load(data)
-    return encode(table.reset_index(drop=True), data)
+    return encode(population_table(data), data)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis._checks import check_int, check_real
 from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, root_entropy
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keyed_seed, repetition_of, root_entropy
 from mechanisms._base import Mechanism
 from mechanisms.cached import cached_release_many
 
@@ -41,7 +41,7 @@ def lira_masks(n_models: int, pool_size: int, entropy: int, repetition: int) -> 
     """The (M, N₊) include-masks: models 2i and 2i + 1 train on complementary random halves (pair i's own stream)."""
     masks = np.zeros((n_models, pool_size), dtype=bool)
     for i in range(n_models // 2):
-        rng = np.random.default_rng(np.random.SeedSequence([entropy, _TAG_MASK, pool_size, repetition, i]))
+        rng = np.random.default_rng(keyed_seed(entropy, _TAG_MASK, pool_size, repetition, i))
         masks[2 * i, rng.permutation(pool_size)[: pool_size // 2]] = True
         masks[2 * i + 1] = ~masks[2 * i]
     return masks
@@ -161,15 +161,13 @@ class LiRAGame(Game):
         if not isinstance(attack, LiRA):
             raise TypeError(f"game 'lira' plays the LiRA attack, got {type(attack).__name__}.")
         entropy = root_entropy(seed, "the LiRA game")
-        repetition = int(seed.spawn_key[-1]) if seed.spawn_key else 0
+        repetition = repetition_of(seed)
         population = model_arrays(self.data)
-        pool_rng = np.random.default_rng(np.random.SeedSequence([entropy, _TAG_POOL, self.pool_size, repetition]))
+        pool_rng = np.random.default_rng(keyed_seed(entropy, _TAG_POOL, self.pool_size, repetition))
         pool = np.sort(pool_rng.choice(population.y.shape[0], self.pool_size, replace=False))
         x, y = population.x[pool], population.y[pool]
         masks = lira_masks(self.n_models, self.pool_size, entropy, repetition)
-        seeds = [
-            np.random.SeedSequence([entropy, _TAG_MODEL, self.pool_size, repetition, k]) for k in range(self.n_models)
-        ]
+        seeds = [keyed_seed(entropy, _TAG_MODEL, self.pool_size, repetition, k) for k in range(self.n_models)]
         train = self.pool_size // 2
         cache = None if context is None else context.cache
         progress = None if context is None else context.progress
@@ -215,8 +213,8 @@ class LiRAGame(Game):
         m, n = (int(v) for v in outcome.arrays["shape"])
         scores = outcome.scores.reshape(m, n)
         member = outcome.membership.reshape(m, n)
-        repetition = int(seed.spawn_key[-1]) if seed.spawn_key else 0
-        stream = np.random.SeedSequence([root_entropy(seed, "the LiRA game"), _TAG_ANALYSIS, repetition])
+        repetition = repetition_of(seed)
+        stream = keyed_seed(root_entropy(seed, "the LiRA game"), _TAG_ANALYSIS, repetition)
         fpc = float(outcome.arrays["fpc"][0])
 
         def report(values: np.ndarray) -> Any:  # the same resampled records in both (one stream, drawn anew)

@@ -42,7 +42,8 @@ import pandas as pd
 
 from analysis._checks import check_int, check_real
 from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, root_entropy
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keyed_seed, repetition_of, root_entropy
+from games.features import population_table
 from mechanisms._base import Mechanism
 
 __all__ = ["PanoramiaGame"]
@@ -74,21 +75,12 @@ def _default_helper() -> Mechanism:
     return MLPClassifier(hidden=(64,), epochs=20)
 
 
-@lru_cache(maxsize=2)
-def _table(data: str) -> pd.DataFrame:
-    """The ``data`` population as a table, in the row order of its encoding (:func:`games.features.model_arrays`)."""
-    from games.datasets import load
-
-    table: pd.DataFrame = load(data, split="all") if data == "adult" else load(data)
-    return table.reset_index(drop=True)
-
-
 @lru_cache(maxsize=64)
 def _generator_problem(generator: Mechanism, data: str) -> str | None:
     """Why ``generator`` cannot synthesise the ``data`` table (tried on its first 40 rows), or ``None``; asked once
     per generator and data (every grid point of a sweep asks)."""
     try:
-        sample = _table(data).iloc[:40].reset_index(drop=True)
+        sample = population_table(data).iloc[:40].reset_index(drop=True)
         out = generator.release(sample, rng=np.random.default_rng(0))
     except (TypeError, ValueError) as exc:
         return f"generator '{generator.name}' cannot synthesise the {data} table: {exc}"
@@ -98,11 +90,7 @@ def _generator_problem(generator: Mechanism, data: str) -> str | None:
 
 
 def _stream(entropy: int, tag: int, *extra: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([entropy, tag, *extra]))
-
-
-def _seed(entropy: int, tag: int, *extra: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence([entropy, tag, *extra])
+    return np.random.default_rng(keyed_seed(entropy, tag, *extra))
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +257,7 @@ class PanoramiaGame(Game):
         if not isinstance(attack, ClassifierMIA):
             raise TypeError(f"game 'panoramia' fits 'classifier-mia', got {type(attack).__name__}.")
         entropy = root_entropy(seed, "the PANORAMIA game")
-        rep = int(seed.spawn_key[-1]) if seed.spawn_key else 0
+        rep = repetition_of(seed)
         cache = None if context is None else context.cache
         population = model_arrays(self.data)
         roles = self._split(entropy, rep)
@@ -283,26 +271,26 @@ class PanoramiaGame(Game):
         include[position[roles["base"]]] = True
         include[position[roles["o1"][o1_in]]] = True
         pool = TrainingData(population.x[pool_ids], population.y[pool_ids], include)
-        target_seed = _seed(entropy, _TAG_TARGET, rep, self.train_size, self.o1_candidates)
+        target_seed = keyed_seed(entropy, _TAG_TARGET, rep, self.train_size, self.o1_candidates)
         target = cached_release(mechanism, pool, seed=target_seed, cache=cache)
         if context is not None:
             context.advance(1)
 
         # phase 1: the generator on D_G, m audit non-members and the helper's rows, drawn apart
-        table = _table(self.data)
+        table = population_table(self.data)
         d_g = table.iloc[roles["generator"]].reset_index(drop=True)
         generator = self.generator
         wanted = self.m + self.helper_rows
         if any(f.name == "n_rows" for f in dataclasses.fields(generator)):  # type: ignore[arg-type]
             generator = dataclasses.replace(generator, n_rows=wanted)  # type: ignore[type-var]
-        generator_seed = _seed(entropy, _TAG_GENERATOR, rep, self.generator_rows, wanted)
+        generator_seed = keyed_seed(entropy, _TAG_GENERATOR, rep, self.generator_rows, wanted)
         synthetic = cached_release(generator, d_g, seed=generator_seed, cache=cache)
         if len(synthetic) < wanted:
             raise ValueError(f"generator '{generator.name}' gave {len(synthetic)} rows, {wanted} were asked.")
         generated = encode(synthetic.iloc[:wanted].reset_index(drop=True), self.data)
         x_out, y_out = generated.x[: self.m], generated.y[: self.m]
         helper_data = TrainingData(generated.x[self.m :], generated.y[self.m :], np.ones(self.helper_rows, dtype=bool))
-        helper_seed = _seed(entropy, _TAG_HELPER, rep, self.generator_rows, wanted)
+        helper_seed = keyed_seed(entropy, _TAG_HELPER, rep, self.generator_rows, wanted)
         helper = cached_release(self.helper, helper_data, seed=helper_seed, cache=cache)
 
         # phase 2: the audit set (Definition 2), its split, and the two classifiers
@@ -312,7 +300,7 @@ class PanoramiaGame(Game):
         x = np.where(coins[:, None], population.x[members], x_out).astype(np.float32)
         y = np.where(coins, population.y[members], y_out)
         train_idx, test_idx = self._halves(audit_rng, coins)
-        mia_rng, base_rng, rmrn_rng = (np.random.default_rng(s) for s in _seed(entropy, _TAG_MIA, rep).spawn(3))
+        mia_rng, base_rng, rmrn_rng = (np.random.default_rng(s) for s in keyed_seed(entropy, _TAG_MIA, rep).spawn(3))
         mia = attack.fit(LabelledExamples(x, y, coins, train_idx, target), rng=mia_rng).score(target, test_idx)
         baseline = attack.fit(LabelledExamples(x, y, coins, train_idx, helper), rng=base_rng).score(helper, test_idx)
 
@@ -383,7 +371,7 @@ class PanoramiaGame(Game):
         o1_scores = np.asarray(outcome.arrays["o1_scores"])
         if o1_scores.size:
             entropy = root_entropy(seed, "the PANORAMIA game")
-            rep = int(seed.spawn_key[-1]) if seed.spawn_key else 0
+            rep = repetition_of(seed)
             audit = audit_top_k(
                 o1_scores,
                 np.asarray(outcome.arrays["o1_membership"], dtype=bool),

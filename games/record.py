@@ -54,7 +54,7 @@ from analysis.thresholds import Split
 from analysis.vulnerability import achilles_scores, select_targets
 from attacks._base import Attack
 from attacks.knowledge import BlackBox, Knowledge
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, root_entropy
+from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keyed_seed, repetition_of, root_entropy
 from mechanisms._base import Mechanism
 from mechanisms.cached import cached_release_many
 
@@ -83,9 +83,9 @@ _RELATION = {"replace": NeighboringRelation.REPLACE_ONE, "add-remove": Neighbori
 
 @lru_cache(maxsize=4)
 def _population(data: str, columns: tuple[str, ...] | None) -> pd.DataFrame:
-    from games.datasets import load
+    from games.features import population_table
 
-    table: pd.DataFrame = load(data, split="all") if data == "adult" else load(data)
+    table = population_table(data)
     if columns is not None:
         missing = [c for c in columns if c not in table.columns]
         if missing:
@@ -181,7 +181,7 @@ def _setup_key(game: _RecordGameBase) -> tuple[Any, ...]:
 def _setup_cached(key: tuple[Any, ...], entropy: int) -> RecordSetup:
     data, columns, n, n_aux, n_eval, n_vulnerable, n_random, given = key
     population = _population(data, columns)
-    rng = np.random.default_rng(np.random.SeedSequence([entropy, _TAG_SETUP]))
+    rng = np.random.default_rng(keyed_seed(entropy, _TAG_SETUP))
     fixed = np.array(given if given is not None else (), dtype=np.int64)
     others = rng.permutation(np.setdiff1d(np.arange(len(population)), fixed))
     released = np.concatenate([fixed, others[: n - fixed.size]])
@@ -213,10 +213,6 @@ def record_setup(game: _RecordGameBase, seed: int | np.random.SeedSequence) -> R
 
 def _entropy(seed: np.random.SeedSequence) -> int:
     return root_entropy(seed, "a record game")
-
-
-def _stream(entropy: int, tag: int, *extra: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence([entropy, tag, *extra])
 
 
 def _opaque_rng(seed: np.random.SeedSequence) -> np.random.Generator:
@@ -383,7 +379,7 @@ class _RecordGameBase(Game):
         """
         tag = _TAG_TRADITIONAL if game == "traditional" else _TAG_MODEL_SEEDED
         relation = self.neighbours_of(game)
-        root = _stream(entropy, tag, target, NEIGHBOURS.index(relation))
+        root = keyed_seed(entropy, tag, target, NEIGHBOURS.index(relation))
         label_seed, *round_seeds = root.spawn(self.rounds + 1)
         labels = _balanced_labels(self.rounds, np.random.default_rng(label_seed))
         n = self.dataset_size
@@ -426,13 +422,13 @@ class _RecordGameBase(Game):
         context: TrialContext | None = None,
     ) -> TrialOutcome:
         setup = self.setup(seed)
-        index = int(seed.spawn_key[-1]) if seed.spawn_key else 0
+        index = repetition_of(seed)
         if not 0 <= index < setup.targets.size:
             raise ValueError(f"trial {index} has no target: the game has {setup.targets.size} targets.")
         target = int(setup.targets[index])
         entropy = _entropy(seed)
         knowledge = self.knowledge_for(setup, target, mechanism, context)
-        fitted = attack.fit(knowledge, rng=_opaque_rng(_stream(entropy, _TAG_ATTACK, target)))
+        fitted = attack.fit(knowledge, rng=_opaque_rng(keyed_seed(entropy, _TAG_ATTACK, target)))
         threshold = float(fitted.threshold)
         cache = None if context is None else context.cache
         progress = None if context is None else context.progress
@@ -484,7 +480,7 @@ class _RecordGameBase(Game):
             game = GAMES_PLAYED[int(code)]
             part = outcome.arrays["game"] == code
             s, b = outcome.scores[part], outcome.membership[part]
-            rng = np.random.default_rng(_stream(entropy, _TAG_ANALYSIS, record, int(code)))
+            rng = np.random.default_rng(keyed_seed(entropy, _TAG_ANALYSIS, record, int(code)))
             auc, auc_low, auc_high = auc_interval(s, b, confidence=settings.confidence, n_boot=self.n_boot, rng=rng)
             acc, acc_low, acc_high = accuracy_interval(outcome.arrays["guess"][part], b, confidence=settings.confidence)
             row: dict[str, Any] = {
@@ -552,7 +548,7 @@ class _RecordGameBase(Game):
             for o in outcomes:
                 part = o.arrays["game"] == code
                 record = int(o.arrays["record"][0])
-                split_seed = int(np.random.default_rng(_stream(0, _TAG_FAMILY, record, code)).integers(2**62))
+                split_seed = int(np.random.default_rng(keyed_seed(0, _TAG_FAMILY, record, code)).integers(2**62))
                 bounds.append(_record_bound(o.scores[part], o.membership[part], 1.0 - beta, settings.delta, split_seed))
             out[f"epsilon_lb_{suffix}"] = float(max(bounds))
         if set(GAMES_PLAYED) <= set(self.played()):

@@ -393,9 +393,9 @@ class _PopulationSampler(Mechanism):
     n_rows: int | None = None
 
     def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
-        from games.panoramia import _table
+        from games.features import population_table
 
-        population = _table("adult")
+        population = population_table("adult")
         rows = rng.integers(0, len(population), size=self.n_rows or len(data))
         return population.iloc[rows].reset_index(drop=True)
 

@@ -462,12 +462,13 @@ def test_cli_records_of_a_non_record_game_and_bad_cache_dir(tmp_path, capsys, wr
 
 
 def test_the_attack_generator_does_not_reveal_the_game_seed():
-    from games.record import _opaque_rng, _stream
+    from games._base import keyed_seed
+    from games.record import _opaque_rng
 
-    seed = _stream(2025, 0xA7, 17)
+    seed = keyed_seed(2025, 0xA7, 17)
     rng = _opaque_rng(seed)
     assert np.array_equal(
-        rng.integers(2**62, size=5), np.random.default_rng(_stream(2025, 0xA7, 17)).integers(2**62, size=5)
+        rng.integers(2**62, size=5), np.random.default_rng(keyed_seed(2025, 0xA7, 17)).integers(2**62, size=5)
     )
     assert 2025 not in np.atleast_1d(rng.bit_generator.seed_seq.entropy).tolist()
 
