@@ -49,6 +49,9 @@ __all__ = [
     "COMPAS_PUBLIC_BINS",
     "COMPAS_PUBLIC_RANGES",
     "DATASETS",
+    "DIGITS_CATEGORIES",
+    "DIGITS_COLUMNS",
+    "DIGITS_PUBLIC_RANGES",
     "INTEGERS",
     "ColumnBins",
     "Discretisation",
@@ -63,6 +66,7 @@ __all__ = [
     "load_breast_cancer",
     "load_compas",
     "load_digits",
+    "load_digits_table",
     "public_bins",
     "public_domain",
     "public_ranges",
@@ -388,9 +392,16 @@ class PublicDomain:
         }
 
 
+DIGITS_COLUMNS: tuple[str, ...] = (*(f"p{i}" for i in range(64)), "digit")
+"""scikit-learn's digits as a table (:func:`load_digits_table`): the 64 pixels row-major, then the class."""
+DIGITS_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (("digit", tuple("0123456789")),)
+DIGITS_PUBLIC_RANGES: tuple[tuple[str, int, int], ...] = tuple((f"p{i}", 0, 16) for i in range(64))
+"""Each pixel counts the set bits of a 4x4 block of the 32x32 scan: 0..16 by construction (UCI's description)."""
+
 _DOMAINS: Mapping[str, PublicDomain] = {
     "adult": PublicDomain("adult", ADULT_COLUMNS, ADULT_CATEGORIES, ADULT_PUBLIC_RANGES, ADULT_PUBLIC_BINS),
     "compas": PublicDomain("compas", COMPAS_COLUMNS, COMPAS_CATEGORIES, COMPAS_PUBLIC_RANGES, COMPAS_PUBLIC_BINS),
+    "digits": PublicDomain("digits", DIGITS_COLUMNS, DIGITS_CATEGORIES, DIGITS_PUBLIC_RANGES),
 }
 
 
@@ -399,7 +410,7 @@ def public_domain(name: str) -> PublicDomain:
 
     Parameters
     ----------
-    name : {"adult", "compas"}
+    name : {"adult", "compas", "digits"}
 
     Returns
     -------
@@ -639,6 +650,25 @@ def load_digits() -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """
     x, y = _sklearn_cached("digits")
     return x.copy(), y.copy()
+
+
+def load_digits_table() -> pd.DataFrame:
+    """scikit-learn's digits as a table: columns ``p0`` … ``p63`` (int64 pixels 0..16, row-major) and ``digit``
+    (categorical, ``"0"`` … ``"9"``), with the dtypes of ``public_domain("digits")``, in load order.
+
+    The table form lets the table generators (and PANORAMIA's game) treat images as records; the models read it
+    through :func:`games.features.encode` (each pixel ÷ 16, the digit as the class).
+
+    Examples
+    --------
+    >>> table = load_digits_table()
+    >>> table.shape, str(table["digit"].iloc[0]), int(table["p3"].iloc[0])
+    ((1797, 65), '0', 13)
+    """
+    x, y = _sklearn_cached("digits")
+    table = pd.DataFrame(x.astype(np.int64), columns=list(DIGITS_COLUMNS[:-1]))
+    table["digit"] = pd.Categorical.from_codes(y, dtype=pd.CategoricalDtype(list(DIGITS_CATEGORIES[0][1])))
+    return table
 
 
 def load_breast_cancer() -> tuple[NDArray[np.float64], NDArray[np.int64]]:

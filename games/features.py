@@ -8,8 +8,10 @@ reveals nothing about them:
 - a numeric column with public bounds [lo, hi] becomes (v − lo)/(hi − lo), or, for the wide dollar-like columns
   (hi − lo > 1,000: Adult's ``fnlwgt``, ``capital_gain``, ``capital_loss``), log1p(v − lo)/log1p(hi − lo).
 
-The label is a binary column: Adult's ``income`` (1 for ">50K"), COMPAS's ``two_year_recid``; it is not a
-feature.  Record ids are row numbers of the loaded population (Adult's train then test split).
+The label is not a feature.  Adult's ``income`` (1 for ">50K") and COMPAS's ``two_year_recid`` are binary; the
+digits' ``digit`` is the class 0..9 (its category's position).  Record ids are row numbers of the loaded population
+(Adult's train then test split; the digits in scikit-learn's order).  The digits' table is scikit-learn's 8×8
+images as 64 pixel columns (:func:`games.datasets.load_digits_table`), so each pixel becomes v / 16.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from numpy.typing import NDArray
 
 __all__ = ["LABELS", "POPULATION_SIZES", "ModelArrays", "encode", "model_arrays", "population_table"]
 
-LABELS = {"adult": ("income", ">50K"), "compas": ("two_year_recid", 1)}
-POPULATION_SIZES = {"adult": 48_842, "compas": 7_214}
+LABELS: dict[str, tuple[str, object]] = {
+    "adult": ("income", ">50K"),
+    "compas": ("two_year_recid", 1),
+    "digits": ("digit", None),  # None: a multi-class label, coded by its public category's position
+}
+POPULATION_SIZES = {"adult": 48_842, "compas": 7_214, "digits": 1_797}
 """Records of each population as shipped (a test checks them against the files), so that a config is checked without
 loading and encoding the data (seconds of a report's start-up)."""
 _WIDE = 1_000
@@ -38,17 +44,20 @@ class ModelArrays:
     ----------
     x : ndarray of shape (N, d), float32
     y : ndarray of shape (N,), int64
-        1 for the label column's positive value.
+        1 for a binary label column's positive value; a multi-class label's category position.
     features : tuple of str
         The name of each column of ``x`` (``"age"``, ``"sex=Male"``, …).
     label : str
         The label column.
+    n_classes : int, default=2
+        The classes a model of this data outputs (the label's public categories; 2 for a binary label).
     """
 
     x: NDArray[np.float32]
     y: NDArray[np.int64]
     features: tuple[str, ...]
     label: str
+    n_classes: int = 2
 
 
 def encode(table: pd.DataFrame, data: str) -> ModelArrays:
@@ -88,16 +97,29 @@ def encode(table: pd.DataFrame, data: str) -> ModelArrays:
             scaled = np.log1p(v) / np.log1p(hi - lo) if hi - lo > _WIDE else v / max(hi - lo, 1)
             blocks.append(scaled.astype(np.float32)[:, None])
             names.append(column)
-    y = (table[label].astype(object).to_numpy() == positive).astype(np.int64)
-    return ModelArrays(x=np.ascontiguousarray(np.hstack(blocks)), y=y, features=tuple(names), label=label)
+    n_classes = 2
+    if positive is None:
+        classes = list(cats[label])
+        codes = pd.Index(classes).get_indexer(pd.Index(table[label].astype(str)))
+        if codes.size and codes.min() < 0:
+            bad = table[label].iloc[int(np.argmin(codes))]
+            raise ValueError(f"{label} must be one of {', '.join(classes)} in a {data!r} table, got {bad!r}.")
+        y, n_classes = codes.astype(np.int64), len(classes)
+    else:
+        y = (table[label].astype(object).to_numpy() == positive).astype(np.int64)
+    return ModelArrays(
+        x=np.ascontiguousarray(np.hstack(blocks)), y=y, features=tuple(names), label=label, n_classes=n_classes
+    )
 
 
 @lru_cache(maxsize=4)
 def population_table(data: str) -> pd.DataFrame:
     """The whole ``data`` population as shipped (Adult's train then test split), rows numbered from 0: the record
     ids of every model and record game; cached per process (callers must not modify it)."""
-    from games.datasets import load
+    from games.datasets import load, load_digits_table
 
+    if data == "digits":
+        return load_digits_table()
     table: pd.DataFrame = load(data, split="all") if data == "adult" else load(data)
     return table.reset_index(drop=True)
 

@@ -48,7 +48,7 @@ from mechanisms._base import Mechanism
 
 __all__ = ["PanoramiaGame"]
 
-DATA = ("adult", "compas")
+DATA = ("adult", "compas", "digits")
 _TAG_SPLIT, _TAG_O1, _TAG_TARGET, _TAG_GENERATOR, _TAG_HELPER, _TAG_AUDIT, _TAG_MIA, _TAG_ANALYSIS = (
     0x9A01,
     0x9A02,
@@ -99,8 +99,10 @@ class PanoramiaGame(Game):
 
     Parameters
     ----------
-    data : {"adult", "compas"}, default="adult"
-        The population (encoded by :mod:`games.features` for the models).
+    data : {"adult", "compas", "digits"}, default="adult"
+        The population (encoded by :mod:`games.features` for the models): Adult or COMPAS records, or
+        scikit-learn's 8×8 digits as 64 pixel columns and the digit (images; generator ``gaussian-mixture``, target
+        ``cnn``).
     train_size : int, default=10000
         Records the target trains on besides the O(1) candidates it includes (D_train's fixed part).
     generator_rows : int, default=3000
@@ -119,7 +121,8 @@ class PanoramiaGame(Game):
     o1_guesses : int, default=200
         O(1)'s guesses on each side (the lowest losses "member", the highest "non-member").
     generator : Mechanism, default=synthpop
-        The table generator, a nested table ``[game.generator]`` (synthpop, baynet, privbayes).
+        The table generator, a nested table ``[game.generator]`` (synthpop, baynet, privbayes; gaussian-mixture
+        for the digits).
     helper : Mechanism, default=mlp (64 hidden, 20 epochs)
         The helper model of the baseline, a nested table ``[game.helper]`` (a trained-model mechanism).
 
@@ -191,7 +194,11 @@ class PanoramiaGame(Game):
         for name, kind in (("generator", "table"), ("helper", "dataset")):
             component = getattr(self, name)
             if not isinstance(component, Mechanism) or component.input_kind != kind:
-                what = "a table generator (synthpop, baynet, privbayes)" if kind == "table" else "a trained model"
+                what = (
+                    "a table generator (synthpop, baynet, privbayes, gaussian-mixture)"
+                    if kind == "table"
+                    else "a trained model"
+                )
                 raise ValueError(f"{name} must be {what}, got {getattr(component, 'name', component)!r}.")
         if self.generator.release_kind != "table":
             raise ValueError(f"generator must release a table, got {self.generator.name!r}.")
@@ -270,7 +277,7 @@ class PanoramiaGame(Game):
         include = np.zeros(pool_ids.size, dtype=bool)
         include[position[roles["base"]]] = True
         include[position[roles["o1"][o1_in]]] = True
-        pool = TrainingData(population.x[pool_ids], population.y[pool_ids], include)
+        pool = TrainingData(population.x[pool_ids], population.y[pool_ids], include, n_classes=population.n_classes)
         target_seed = keyed_seed(entropy, _TAG_TARGET, rep, self.train_size, self.o1_candidates)
         target = cached_release(mechanism, pool, seed=target_seed, cache=cache)
         if context is not None:
@@ -289,7 +296,12 @@ class PanoramiaGame(Game):
             raise ValueError(f"generator '{generator.name}' gave {len(synthetic)} rows, {wanted} were asked.")
         generated = encode(synthetic.iloc[:wanted].reset_index(drop=True), self.data)
         x_out, y_out = generated.x[: self.m], generated.y[: self.m]
-        helper_data = TrainingData(generated.x[self.m :], generated.y[self.m :], np.ones(self.helper_rows, dtype=bool))
+        helper_data = TrainingData(
+            generated.x[self.m :],
+            generated.y[self.m :],
+            np.ones(self.helper_rows, dtype=bool),
+            n_classes=generated.n_classes,
+        )
         helper_seed = keyed_seed(entropy, _TAG_HELPER, rep, self.generator_rows, wanted)
         helper = cached_release(self.helper, helper_data, seed=helper_seed, cache=cache)
 

@@ -244,6 +244,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             'Synthetic tables from a Bayesian network fitted without noise: the "BayNet" of the synthetic-data '
             "literature.",
         ),
+        "gaussian-mixture": Builtin(
+            "mechanisms.synth.mixture:GaussianMixtureGenerator",
+            "Synthetic tables from a Gaussian mixture of the numeric columns in each class of one categorical column.",
+        ),
         "privbayes": Builtin(
             "mechanisms.synth.privbayes:PrivBayes",
             "PrivBayes (Zhang et al. [1]_): a Bayesian network learnt and parametrised under ε-differential privacy.",
@@ -261,6 +265,11 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         "mlp": Builtin(
             "mechanisms.training.models:MLPClassifier",
             "A fully connected network trained with Adam on mini-batches (non-private).",
+            requires=("torch",),
+        ),
+        "cnn": Builtin(
+            "mechanisms.training.cnn:CNNClassifier",
+            "A small CNN on flat image rows, trained with Adam on mini-batches (non-private).",
             requires=("torch",),
         ),
         "gradient-boosted-trees": Builtin(

@@ -19,8 +19,9 @@ import torch
 from torch import nn
 
 from analysis._checks import check_int
+from mechanisms.training.release import check_image
 
-__all__ = ["digits_cnn", "init_parameters", "logistic_regression", "mlp"]
+__all__ = ["conv_net", "digits_cnn", "init_parameters", "logistic_regression", "mlp"]
 
 _ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU}
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
@@ -148,11 +149,69 @@ def mlp(
     return _materialise(build, generator, dtype)
 
 
-class _AsDigitImage(nn.Module):
-    """View a batch of 64-pixel rows (sklearn's ``load_digits().data``) as 1×8×8 images; images pass unchanged."""
+class _AsImage(nn.Module):
+    """View a batch of flat rows as images of shape ``shape`` (C, H, W); images pass unchanged."""
+
+    def __init__(self, shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.shape = shape
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(x.shape[0], 1, 8, 8)
+        return x.reshape(x.shape[0], *self.shape)
+
+
+def conv_net(
+    image: Sequence[int],
+    n_classes: int,
+    *,
+    generator: torch.Generator,
+    channels: tuple[int, int] = (16, 32),
+    activation: str = "tanh",
+    dtype: torch.dtype = torch.float32,
+) -> nn.Sequential:
+    """A small CNN for images of shape ``image`` = (C, H, W) given as flat rows of C·H·W values, or as images.
+
+    ``Conv2d(C, c1, 3, padding=1) → act → MaxPool(2) → Conv2d(c1, c2, 3, padding=1) → act → MaxPool(2) → Flatten →
+    Linear(c2·⌊H/4⌋·⌊W/4⌋, n_classes)``.
+
+    Parameters
+    ----------
+    image : sequence of three ints
+        (channels, height, width); height and width at least 4.
+    n_classes : int
+        Outputs (logits), at least 2.
+    generator : torch.Generator
+        Source of the initial weights; the model lives on its device.
+    channels : tuple of two ints, default=(16, 32)
+    activation : {"relu", "tanh", "elu", "gelu"}, default="tanh"
+    dtype : torch.dtype, default=torch.float32
+
+    Returns
+    -------
+    nn.Sequential
+    """
+    shape = check_image(image)
+    k = check_int("n_classes", n_classes, low=2)
+    if not isinstance(channels, (tuple, list)) or len(channels) != 2:
+        raise ValueError(f"channels must be a pair of ints, got {channels!r}.")
+    c1 = check_int("channels[0]", channels[0], low=1)
+    c2 = check_int("channels[1]", channels[1], low=1)
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}.")
+    act = _ACTIVATIONS[activation]
+    with torch.device("meta"):
+        build = nn.Sequential(
+            _AsImage(shape),
+            nn.Conv2d(shape[0], c1, 3, padding=1),
+            act(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, 3, padding=1),
+            act(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(c2 * (shape[1] // 4) * (shape[2] // 4), k),
+        )
+    return _materialise(build, generator, dtype)
 
 
 def digits_cnn(
@@ -162,7 +221,7 @@ def digits_cnn(
     activation: str = "tanh",
     dtype: torch.dtype = torch.float32,
 ) -> nn.Sequential:
-    """A small CNN for sklearn's 8×8 digits (10 classes).
+    """A small CNN for sklearn's 8×8 digits (10 classes): :func:`conv_net` of (1, 8, 8).
 
     ``Conv2d(1, c1, 3, padding=1) → act → MaxPool(2) → Conv2d(c1, c2, 3, padding=1) → act → MaxPool(2) → Flatten →
     Linear(4·c2, 10)``.  Input: rows of 64 pixels (as ``load_digits().data``, scale them first, e.g. ÷ 16) or
@@ -181,23 +240,4 @@ def digits_cnn(
     -------
     nn.Sequential
     """
-    if not isinstance(channels, (tuple, list)) or len(channels) != 2:
-        raise ValueError(f"channels must be a pair of ints, got {channels!r}.")
-    c1 = check_int("channels[0]", channels[0], low=1)
-    c2 = check_int("channels[1]", channels[1], low=1)
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}.")
-    act = _ACTIVATIONS[activation]
-    with torch.device("meta"):
-        build = nn.Sequential(
-            _AsDigitImage(),
-            nn.Conv2d(1, c1, 3, padding=1),
-            act(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(c1, c2, 3, padding=1),
-            act(),
-            nn.MaxPool2d(2),
-            nn.Flatten(),
-            nn.Linear(4 * c2, 10),
-        )
-    return _materialise(build, generator, dtype)
+    return conv_net((1, 8, 8), 10, generator=generator, channels=channels, activation=activation, dtype=dtype)

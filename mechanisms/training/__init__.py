@@ -6,8 +6,8 @@
 - :mod:`mechanisms.training.release`: :class:`ModelRelease`, the one protocol every attack on a model uses
   (``logits``, ``probabilities``, ``losses``, ``confidence``; ``to_arrays`` for white-box access and the cache).
 - :mod:`mechanisms.training.models`: logistic regression and MLPs trained with Adam, K models in one batched pass
-  (torch); :mod:`mechanisms.training.trees`: gradient-boosted trees (scikit-learn).  The private counterpart,
-  DP-SGD on the same MLP, is :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`.
+  (torch); :mod:`mechanisms.training.cnn`: a small CNN on image rows (torch); :mod:`mechanisms.training.trees`:
+  gradient-boosted trees (scikit-learn).  The private counterpart, DP-SGD on the same MLP, is :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`.
 
 TabPFN, the model of the LiRA calibration paper, needs weights downloaded at run time, which privgame never does;
 the models here all train locally.  Names are imported on first use (:mod:`analysis._lazy`): the data and release
@@ -20,15 +20,24 @@ from analysis._lazy import attach
 
 if TYPE_CHECKING:
     from mechanisms.training.canaries import CanaryData, CanaryMechanism, CanaryModelRelease
+    from mechanisms.training.cnn import CNNClassifier
     from mechanisms.training.data import TrainingData
     from mechanisms.training.models import LogisticRegressionClassifier, MLPClassifier, TrainedModel
-    from mechanisms.training.release import ModelRelease, NetworkRelease, TreeEnsembleRelease, decode_release
+    from mechanisms.training.release import (
+        ConvNetRelease,
+        ModelRelease,
+        NetworkRelease,
+        TreeEnsembleRelease,
+        decode_release,
+    )
     from mechanisms.training.trees import GradientBoostedTrees
 
 __all__ = [
+    "CNNClassifier",
     "CanaryData",
     "CanaryMechanism",
     "CanaryModelRelease",
+    "ConvNetRelease",
     "GradientBoostedTrees",
     "LogisticRegressionClassifier",
     "MLPClassifier",
@@ -43,9 +52,11 @@ __all__ = [
 __getattr__, __dir__ = attach(
     __name__,
     {
+        "CNNClassifier": "mechanisms.training.cnn:CNNClassifier",
         "CanaryData": "mechanisms.training.canaries:CanaryData",
         "CanaryMechanism": "mechanisms.training.canaries:CanaryMechanism",
         "CanaryModelRelease": "mechanisms.training.canaries:CanaryModelRelease",
+        "ConvNetRelease": "mechanisms.training.release:ConvNetRelease",
         "GradientBoostedTrees": "mechanisms.training.trees:GradientBoostedTrees",
         "LogisticRegressionClassifier": "mechanisms.training.models:LogisticRegressionClassifier",
         "MLPClassifier": "mechanisms.training.models:MLPClassifier",

@@ -18,7 +18,15 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-__all__ = ["ACTIVATIONS", "ModelRelease", "NetworkRelease", "TreeEnsembleRelease", "decode_release"]
+__all__ = [
+    "ACTIVATIONS",
+    "ConvNetRelease",
+    "ModelRelease",
+    "NetworkRelease",
+    "TreeEnsembleRelease",
+    "check_image",
+    "decode_release",
+]
 
 ACTIVATIONS = ("relu", "tanh", "elu", "gelu")
 
@@ -258,7 +266,137 @@ class TreeEnsembleRelease(ModelRelease):
         )
 
 
-_KINDS: dict[str, Any] = {"network": NetworkRelease, "trees": TreeEnsembleRelease}
+@dataclass(frozen=True, eq=False)
+class ConvNetRelease(ModelRelease):
+    """A small CNN on flat image rows: two ``3×3 conv (padding 1) → act → 2×2 max-pool`` blocks, then a linear layer.
+
+    The architecture of :func:`mechanisms.dpsgd.models.conv_net`; the forward pass here is numpy (each convolution
+    as one product of the 3×3 patches with the kernels), equal to torch's to float32 rounding (tested).
+
+    Parameters
+    ----------
+    image : tuple of three ints
+        (channels, height, width) of the input; a row of ``x`` holds C·H·W values in that (row-major) order.
+    conv_weights : tuple of two ndarrays of shape (out, in, 3, 3), float32
+    conv_biases : tuple of two ndarrays of shape (out,), float32
+    weight : ndarray of shape (n_classes, c2·⌊H/4⌋·⌊W/4⌋), float32
+        The last layer, on the flattened (channel, row, column) features, as torch's ``nn.Linear``.
+    bias : ndarray of shape (n_classes,), float32
+    activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
+    """
+
+    kind: ClassVar[str] = "convnet"
+
+    image: tuple[int, int, int]
+    conv_weights: tuple[NDArray[np.float32], ...]
+    conv_biases: tuple[NDArray[np.float32], ...]
+    weight: NDArray[np.float32]
+    bias: NDArray[np.float32]
+    activation: str = "relu"
+    n_features: int = field(init=False)
+    n_classes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        shape = check_image(self.image)
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+        kernels = tuple(np.ascontiguousarray(w, dtype=np.float32) for w in self.conv_weights)
+        biases = tuple(np.ascontiguousarray(b, dtype=np.float32) for b in self.conv_biases)
+        weight = np.ascontiguousarray(self.weight, dtype=np.float32)
+        bias = np.ascontiguousarray(self.bias, dtype=np.float32)
+        channels = shape[0]
+        if len(kernels) != 2 or len(biases) != 2:
+            raise ValueError(
+                f"conv_weights and conv_biases must hold two layers, got {len(kernels)} and {len(biases)}."
+            )
+        for k, (w, b) in enumerate(zip(kernels, biases, strict=True)):
+            if w.ndim != 4 or w.shape[1:] != (channels, 3, 3) or b.shape != (w.shape[0],):
+                raise ValueError(
+                    f"convolution {k} must have weights (out, {channels}, 3, 3) and biases (out,), got {w.shape} and "
+                    f"{b.shape}."
+                )
+            channels = w.shape[0]
+        flat = channels * (shape[1] // 4) * (shape[2] // 4)
+        if weight.ndim != 2 or weight.shape[1] != flat or bias.shape != (weight.shape[0],) or weight.shape[0] < 2:
+            raise ValueError(
+                f"the last layer must have weights (n_classes ≥ 2, {flat}) and biases (n_classes,), got {weight.shape} "
+                f"and {bias.shape}."
+            )
+        object.__setattr__(self, "image", shape)
+        object.__setattr__(self, "conv_weights", kernels)
+        object.__setattr__(self, "conv_biases", biases)
+        object.__setattr__(self, "weight", weight)
+        object.__setattr__(self, "bias", bias)
+        object.__setattr__(self, "n_features", int(np.prod(shape)))
+        object.__setattr__(self, "n_classes", int(weight.shape[0]))
+
+    def logits(self, x: Any) -> NDArray[np.float64]:
+        h = _features(x, self.n_features).reshape(-1, *self.image)
+        for w, b in zip(self.conv_weights, self.conv_biases, strict=True):
+            h = _max_pool(_activate(_conv3x3(h, w, b), self.activation))
+        return (h.reshape(h.shape[0], -1) @ self.weight.T + self.bias).astype(np.float64)
+
+    def to_arrays(self) -> dict[str, NDArray[Any]]:
+        return {
+            "kind": np.array(self.kind),
+            "activation": np.array(self.activation),
+            "image": np.array(self.image, dtype=np.int64),
+            "conv0": self.conv_weights[0],
+            "conv0_bias": self.conv_biases[0],
+            "conv1": self.conv_weights[1],
+            "conv1_bias": self.conv_biases[1],
+            "weight": self.weight,
+            "bias": self.bias,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, NDArray[Any]]) -> ConvNetRelease:
+        return cls(
+            image=tuple(int(v) for v in np.asarray(arrays["image"]).ravel()),  # type: ignore[arg-type]
+            conv_weights=(arrays["conv0"], arrays["conv1"]),
+            conv_biases=(arrays["conv0_bias"], arrays["conv1_bias"]),
+            weight=arrays["weight"],
+            bias=arrays["bias"],
+            activation=str(arrays["activation"]),
+        )
+
+
+def check_image(image: Any) -> tuple[int, int, int]:
+    """``image`` as (channels, height, width) if a CNN with two 2×2 poolings takes it (each side at least 4).
+
+    Raises
+    ------
+    ValueError
+        If it is not three integers, or a side is below 4 (or above 4,096).
+    """
+    from analysis._checks import check_int
+
+    if not isinstance(image, tuple | list) or len(image) != 3:
+        raise ValueError(f"image must be [channels, height, width], got {image!r}.")
+    c = check_int("image[0]", image[0], low=1, high=1 << 12)
+    h = check_int("image[1]", image[1], low=4, high=1 << 12)
+    w = check_int("image[2]", image[2], low=4, high=1 << 12)
+    return c, h, w
+
+
+def _conv3x3(h: NDArray[np.float32], w: NDArray[np.float32], b: NDArray[np.float32]) -> NDArray[np.float32]:
+    """A 3×3 convolution with zero padding 1 (torch's cross-correlation) of images (n, C, H, W) → (n, out, H, W)."""
+    n, c, height, width = h.shape
+    padded = np.pad(h, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    patches = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))  # (n, C, H, W, 3, 3)
+    columns = patches.transpose(0, 2, 3, 1, 4, 5).reshape(n * height * width, c * 9)
+    out = columns @ w.reshape(w.shape[0], c * 9).T + b
+    return np.ascontiguousarray(out.reshape(n, height, width, -1).transpose(0, 3, 1, 2))
+
+
+def _max_pool(h: NDArray[np.float32]) -> NDArray[np.float32]:
+    """2×2 max-pooling with stride 2, dropping an odd last row or column (torch's ``MaxPool2d(2)``)."""
+    n, c, height, width = h.shape
+    h = h[:, :, : height // 2 * 2, : width // 2 * 2]
+    return h.reshape(n, c, height // 2, 2, width // 2, 2).max(axis=(3, 5))
+
+
+_KINDS: dict[str, Any] = {"network": NetworkRelease, "trees": TreeEnsembleRelease, "convnet": ConvNetRelease}
 
 
 def decode_release(arrays: Mapping[str, NDArray[Any]]) -> ModelRelease:

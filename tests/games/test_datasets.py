@@ -323,8 +323,8 @@ def test_public_domain() -> None:
         adult.range_of("sex")
     with pytest.raises(KeyError):
         adult.categories_of("age")
-    with pytest.raises(ValueError, match="name must be one of 'adult', 'compas', got 'digits'"):
-        public_domain("digits")
+    with pytest.raises(ValueError, match="name must be one of 'adult', 'compas', 'digits', got 'wine'"):
+        public_domain("wine")
 
 
 def test_public_domain_validation() -> None:

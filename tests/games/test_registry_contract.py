@@ -19,8 +19,8 @@ from mechanisms import GaussianMechanism, RandomizedResponse
 from mechanisms.dpsgd.blackbox import DPSGDBlackBox
 from mechanisms.dpsgd.classifier import DPSGDClassifier
 from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
-from mechanisms.synth import BayNet, PrivBayes, Synthpop
-from mechanisms.training import GradientBoostedTrees, LogisticRegressionClassifier, MLPClassifier
+from mechanisms.synth import BayNet, GaussianMixtureGenerator, PrivBayes, Synthpop
+from mechanisms.training import CNNClassifier, GradientBoostedTrees, LogisticRegressionClassifier, MLPClassifier
 
 EXAMPLES = {
     ("game", "one-run"): OneRunGame(m=100, k_pos=10, k_neg=10),
@@ -47,9 +47,11 @@ EXAMPLES = {
     ("mechanism", "logistic-regression"): LogisticRegressionClassifier(epochs=2),
     ("mechanism", "mlp"): MLPClassifier(hidden=(8,), epochs=2),
     ("mechanism", "gradient-boosted-trees"): GradientBoostedTrees(max_iter=5),
+    ("mechanism", "cnn"): CNNClassifier(image=(1, 4, 4), channels=(2, 2), epochs=1),
     ("mechanism", "dpsgd-mlp"): DPSGDClassifier(noise_multiplier=3.0, steps=5, hidden=(8,)),
     ("mechanism", "synthpop"): Synthpop(),
     ("mechanism", "baynet"): BayNet(k=2),
+    ("mechanism", "gaussian-mixture"): GaussianMixtureGenerator(components=2),
     ("mechanism", "privbayes"): PrivBayes(epsilon=1.0, k=1, ranges={"age": (17, 90)}),
     ("attack", "negative-loss"): NegativeLoss(),
     ("attack", "identity"): Identity(),
@@ -79,6 +81,25 @@ def test_every_kind_gets_its_own_checks():
     assert all({"check_frozen", "check_picklable_hashable", "check_dataclass"} <= n for n in names.values())
 
 
-@parametrize_with_checks([EXAMPLES[key] for key in sorted(EXAMPLES)])
+IMAGES = {("mechanism", "cnn")}  # read image rows: their checks run on a pool of 4×4 images (below)
+
+
+@parametrize_with_checks([EXAMPLES[key] for key in sorted(EXAMPLES) if key not in IMAGES])
 def test_component_contract(component, check):
+    check(component)
+
+
+def _image_pool():
+    import numpy as np
+
+    from mechanisms.training.data import TrainingData
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 120)
+    x = (rng.random((120, 16)) + y[:, None] * np.tile([1.0, 0.0], 8)).astype(np.float32)
+    return TrainingData(x, y, rng.random(120) < 0.6)
+
+
+@parametrize_with_checks([EXAMPLES[key] for key in sorted(IMAGES)], inputs={"dataset": _image_pool()})
+def test_image_component_contract(component, check):
     check(component)

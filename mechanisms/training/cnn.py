@@ -1,0 +1,137 @@
+"""A small convolutional network as a non-private trained model: the image targets of PANORAMIA's digits audits.
+
+The architecture is :func:`mechanisms.dpsgd.models.conv_net` (two ``3×3 conv → act → 2×2 max-pool`` blocks and a
+linear layer), initialised from the release's own ``torch.Generator`` and trained with Adam on mini-batches of its
+training rows, in an order drawn afresh every epoch from the same generator; the release is a
+:class:`mechanisms.training.release.ConvNetRelease`.  K releases train one after the other (a CNN's convolutions
+do not batch over models as the fully connected networks' products do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from analysis._checks import check_int
+from mechanisms.training.models import MAX_WIDTH, _Network, torch_generators
+from mechanisms.training.release import ACTIVATIONS, ConvNetRelease, ModelRelease, check_image
+
+__all__ = ["CNNClassifier"]
+
+
+@dataclass(frozen=True, slots=True)
+class CNNClassifier(_Network):
+    """A small CNN on flat image rows, trained with Adam on mini-batches (non-private).
+
+    Parameters
+    ----------
+    image : tuple of three ints, default=(1, 8, 8)
+        (channels, height, width): how a record's features are read as an image (scikit-learn's digits: 1×8×8).
+        Each side at least 4.
+    channels : tuple of two ints, default=(16, 32)
+        The two convolutions' output channels.
+    activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
+    epochs : int, default=20
+        Passes over the training rows, each in a fresh order; more epochs over-fit more (the knob of PANORAMIA's
+        image studies).
+    batch_size : int, default=64
+    learning_rate : float, default=1e-3
+        Adam's step size.
+    weight_decay : float, default=0.0
+        L2 penalty (Adam's ``weight_decay``).
+    device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
+        Where to train; the CPU by default so that a config gives the same model on every machine.
+
+    Notes
+    -----
+    Input: a pool and an include-mask (:class:`mechanisms.training.data.TrainingData`) whose rows hold C·H·W
+    values; release: :class:`mechanisms.training.release.ConvNetRelease`, whose numpy forward pass equals the
+    trained module's.  No privacy claim.
+
+    References
+    ----------
+    .. [1] M. Kazmi et al. PANORAMIA: Privacy Auditing of Machine Learning Models without Retraining. NeurIPS 2024,
+       arXiv:2402.09477 (image targets trained for increasing epochs).
+    """
+
+    name: ClassVar[str] = "cnn"
+
+    image: tuple[int, int, int] = (1, 8, 8)
+    channels: tuple[int, int] = (16, 32)
+    activation: str = "relu"
+
+    def __post_init__(self) -> None:
+        _Network.__post_init__(self)
+        object.__setattr__(self, "image", check_image(self.image))
+        if not isinstance(self.channels, tuple | list) or len(self.channels) != 2:
+            raise ValueError(f"channels must be a pair of ints, got {self.channels!r}.")
+        object.__setattr__(
+            self,
+            "channels",
+            tuple(check_int(f"channels[{i}]", c, low=1, high=MAX_WIDTH) for i, c in enumerate(self.channels)),
+        )
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+
+    def memory_bytes(self, n: int) -> int:
+        """The pool as float32 and the activations of a batch (small)."""
+        return 4 * 4 * int(np.prod(self.image)) * n + (1 << 24)
+
+    def train(
+        self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
+    ) -> list[ModelRelease]:
+        import torch
+
+        from mechanisms.dpsgd.devices import resolve_device
+        from mechanisms.dpsgd.models import conv_net
+
+        width = int(np.prod(self.image))
+        if pool.x.shape[1] != width:
+            raise ValueError(
+                f"image {list(self.image)} needs records of {width} features, got {pool.x.shape[1]} (set [mechanism] "
+                "image to the data's shape)."
+            )
+        device = resolve_device(self.device)
+        x = torch.tensor(pool.x, device=device)
+        y = torch.tensor(pool.y, device=device)
+        out: list[ModelRelease] = []
+        for mask, generator in zip(masks, torch_generators(rngs, device), strict=True):
+            net = conv_net(
+                self.image, pool.n_classes, generator=generator, channels=self.channels, activation=self.activation
+            )
+            optimiser = torch.optim.Adam(net.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
+            rows = torch.from_numpy(np.flatnonzero(mask)).to(device)
+            n = int(rows.shape[0])
+            for _ in range(self.epochs):
+                order = rows[torch.randperm(n, generator=generator, device=device)]
+                for start in range(0, n, self.batch_size):
+                    batch = order[start : start + self.batch_size]
+                    loss = torch.nn.functional.cross_entropy(net(x[batch]), y[batch])
+                    optimiser.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimiser.step()
+            out.append(_release(net, self.image, self.activation))
+        return out
+
+
+def _release(net: Any, image: tuple[int, int, int], activation: str) -> ConvNetRelease:
+    """The :class:`ConvNetRelease` of a trained :func:`conv_net` module."""
+    import torch
+
+    convolutions = [m for m in net if isinstance(m, torch.nn.Conv2d)]
+    last = net[-1]
+
+    def arr(t: Any) -> np.ndarray:
+        return np.asarray(t.detach().cpu().numpy(), dtype=np.float32)
+
+    return ConvNetRelease(
+        image=image,
+        conv_weights=tuple(arr(c.weight) for c in convolutions),
+        conv_biases=tuple(arr(c.bias) for c in convolutions),
+        weight=arr(last.weight),
+        bias=arr(last.bias),
+        activation=activation,
+    )
