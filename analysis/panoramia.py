@@ -529,7 +529,7 @@ def members_only_bound(
 _PLOT_FORMATS = (".png", ".pdf")
 
 
-def plot_curves(result: PanoramiaResult, path: str | Path) -> Path:
+def plot_curves(result: PanoramiaResult, path: str | Path, *, title: str | None = None) -> Path:
     """Draw ε-vs-recall and precision-vs-recall for the baseline and the MIA (Figures 3-4 of Kazmi et al.).
 
     Parameters
@@ -538,6 +538,8 @@ def plot_curves(result: PanoramiaResult, path: str | Path) -> Path:
         The measurement to draw.
     path : str or Path
         Output file; ``.png`` or ``.pdf`` (the format follows the suffix).
+    title : str or None, default=None
+        A title above both panels (e.g. the experiment and the grid point).
 
     Returns
     -------
@@ -568,6 +570,8 @@ def plot_curves(result: PanoramiaResult, path: str | Path) -> Path:
     fig = Figure(figsize=(10.0, 4.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax_eps, ax_prec = fig.subplots(1, 2)
+    if title:
+        fig.suptitle(title)
     series = (
         ("baseline (c)", result.baseline_curve, result.c_lb, "tab:blue"),
         ("MIA (c + ε)", result.mia_curve, result.c_plus_eps_lb, "tab:red"),

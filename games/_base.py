@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -321,6 +322,12 @@ class Game(ABC):
     def roc_curves(self, outcome: TrialOutcome) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] | None:
         """ROC curves of one trial, ``{evaluation: (fpr grid, tpr)}``, for games whose figure is a log–log ROC
         (``privgame report --plot``); ``None`` (the default): the game's figure is its ε bound."""
+        return None
+
+    def plot_trial(self, outcome: TrialOutcome, settings: AnalysisSettings, path: Path, *, title: str) -> Path | None:
+        """Draw one trial's own figure at ``path`` (``privgame report --curves``: PANORAMIA's bound–recall and
+        precision–recall curves of its two classifiers), titled ``title``; ``None`` (the default): the game has
+        none."""
         return None
 
     def record_rows(

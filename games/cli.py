@@ -118,6 +118,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
     report.add_argument(
+        "--curves",
+        metavar="FILE",
+        help="also draw each grid point's per-trial curves, of its trial with the median headline (PANORAMIA: bound "
+        "and precision against recall of the MIA and the baseline); FILE-p<index> for several grid points",
+    )
+    report.add_argument(
         "--ladder", metavar="FILE", help="also draw every estimator's bound on the stored scores (the estimator ladder)"
     )
     report.add_argument(
@@ -335,6 +341,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     _check_output_file(args.output, "--output")
     _check_output_file(args.plot, "--plot")
     _check_output_file(args.ladder, "--ladder")
+    _check_output_file(args.curves, "--curves")
+    if args.curves and Path(args.curves).suffix.lower() not in (".png", ".pdf"):
+        raise ValueError(f"--curves must name a .png or .pdf file, got {args.curves!r}.")
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
     summary, swept = summarise_results(args.results, **trust)
     _report_warnings(args.results)
@@ -348,6 +357,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.plot:
         path = plot_results(args.results, summary, swept, args.plot)
         print(f"figure written to {path}", file=sys.stderr)
+    if args.curves:
+        from games.report import plot_trial_curves
+
+        drawn = plot_trial_curves(args.results, args.curves)
+        print(f"curves written to {', '.join(str(p) for p in drawn)}", file=sys.stderr)
     if args.ladder and estimator_labels_of(summary):  # [analysis] estimators: their stored bounds, side by side
         from analysis.reporting import ladder_latex, plot_estimator_ladder
         from games.report import ladder_context

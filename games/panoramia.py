@@ -35,6 +35,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -365,17 +366,11 @@ class PanoramiaGame(Game):
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> dict[str, float | int]:
         from analysis.one_run import audit_top_k
-        from analysis.panoramia import measure, members_only_bound
+        from analysis.panoramia import members_only_bound
         from analysis.thresholds import Bonferroni
 
         strategy = Bonferroni(self.thresholds)
-        result = measure(
-            outcome.arrays["baseline"],
-            outcome.scores,
-            outcome.membership,
-            confidence=settings.confidence,
-            thresholds=strategy,
-        )
+        result = self._measure(outcome, settings)
         rmrn = members_only_bound(
             outcome.arrays["rmrn"], outcome.membership, confidence=settings.confidence, thresholds=strategy
         )
@@ -407,6 +402,26 @@ class PanoramiaGame(Game):
             "target_heldout_accuracy": float(accuracy[1]),
             "helper_accuracy": float(accuracy[2]),
         }
+
+    def _measure(self, outcome: TrialOutcome, settings: AnalysisSettings) -> Any:
+        """:func:`analysis.panoramia.measure` of the trial's stored test scores, with the game's thresholds."""
+        from analysis.panoramia import measure
+        from analysis.thresholds import Bonferroni
+
+        return measure(
+            outcome.arrays["baseline"],
+            outcome.scores,
+            outcome.membership,
+            confidence=settings.confidence,
+            thresholds=Bonferroni(self.thresholds),
+        )
+
+    def plot_trial(self, outcome: TrialOutcome, settings: AnalysisSettings, path: Path, *, title: str) -> Path:
+        """The bound–recall and precision–recall curves of the MIA and the baseline on the trial's test part
+        (:func:`analysis.panoramia.plot_curves`; the paper's Figures 3-4)."""
+        from analysis.panoramia import plot_curves
+
+        return plot_curves(self._measure(outcome, settings), path, title=title)
 
     def summarise(
         self,

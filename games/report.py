@@ -235,6 +235,36 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
     )
 
 
+def plot_trial_curves(root: str, path: str | Path) -> list[Path]:
+    """Each grid point's per-trial figure (``Game.plot_trial``), of its trial with the median headline (the lower
+    median over its finished trials): ``path`` itself for one grid point, else ``<stem>-p<index><suffix>`` each.
+
+    Raises
+    ------
+    StoreError
+        If the results' game draws no per-trial figure.
+    """
+    stored = _load(root, (), False)
+    rows, out = stored.rows, Path(path)
+    points = sorted({int(g) for g in rows["grid_point"].unique()})
+    written: list[Path] = []
+    for g in points:
+        game = stored.games[g]
+        part = rows[rows["grid_point"] == g]
+        column = game.headline.removesuffix("_median")
+        part = part.sort_values([column, "trial"]) if column in part.columns else part.sort_values("trial")
+        trial = int(part["trial"].iloc[(len(part) - 1) // 2])
+        params = stored.manifest["grid"][g]["params"]
+        label = ", ".join(f"{k}={v}" for k, v in params.items())
+        title = printable(f"{stored.name}: {label}, trial {trial}" if label else f"{stored.name}: trial {trial}")
+        target = out if len(points) == 1 else out.with_name(f"{out.stem}-p{g}{out.suffix}")
+        drawn = game.plot_trial(stored.store.load_outcome(trial), stored.analyses[g], target, title=title)
+        if drawn is None:
+            raise StoreError(f"game {game.name!r} draws no per-trial curves (--curves is for games such as panoramia).")
+        written.append(drawn)
+    return written
+
+
 def _roc_panels(root: str, store: ResultsStore) -> dict[str, dict[str, Any]] | None:
     """``{evaluation: {grid point: (fpr, tpr)}}`` from the first finished trial of each grid point, for games that
     draw ROC curves (``Game.roc_curves``); ``None`` for the others."""

@@ -251,6 +251,33 @@ def test_n_jobs_1_and_2_identical_and_the_report_has_the_columns(tmp_path):
         assert column in summary.columns
 
 
+def test_report_curves_draws_each_grid_points_median_trial(tmp_path, capsys):
+    """``privgame report --curves``: one figure per grid point (FILE-p<index>), of the trial with the median ε̃; a
+    file that is not .png or .pdf, and a game without per-trial curves, are refused in one line."""
+    from games.cli import main
+    from games.report import plot_trial_curves
+    from games.store import StoreError
+
+    data = sections()
+    data["experiment"]["repetitions"] = 1
+    data["game"]["m"] = [300, 400]
+    run_experiment(parse_config(data), tmp_path / "pan", progress=False)
+    assert main(["report", str(tmp_path / "pan"), "--curves", str(tmp_path / "c.png")]) == 0
+    assert sorted(p.name for p in tmp_path.glob("c-p*.png")) == ["c-p0.png", "c-p1.png"]
+    assert (tmp_path / "c-p1.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["report", str(tmp_path / "pan"), "--curves", str(tmp_path / "c.svg")]) == 2
+    assert "--curves must name a .png or .pdf file" in capsys.readouterr().err
+    one_run = {
+        "experiment": {"name": "rr", "seed": 1, "repetitions": 1},
+        "game": {"name": "one-run", "m": 100, "k_pos": 10, "k_neg": 10},
+        "mechanism": {"name": "randomized-response", "epsilon": 1.0},
+        "attack": {"name": "identity"},
+    }
+    run_experiment(parse_config(one_run), tmp_path / "rr", progress=False)
+    with pytest.raises(StoreError, match="game 'one-run' draws no per-trial curves"):
+        plot_trial_curves(str(tmp_path / "rr"), tmp_path / "x.png")
+
+
 def test_changing_only_the_classifier_reuses_the_cached_target(tmp_path, monkeypatch):
     from mechanisms.training.models import LogisticRegressionClassifier
 
@@ -354,6 +381,59 @@ def test_the_quick_experiment_config_is_valid():
 
     config = load_config(Path(__file__).parents[2] / "experiments" / "panoramia_adult_quick.toml")
     assert config.grid[0].game.name == "panoramia" and config.grid[0].game.m == 1000
+
+
+def test_the_digits_quick_experiment_config_is_valid():
+    from pathlib import Path
+
+    config = load_config(Path(__file__).parents[2] / "experiments" / "panoramia_digits_quick.toml")
+    point = config.grid[0]
+    assert point.game.data == "digits" and point.game.generator.name == "gaussian-mixture"
+    assert point.mechanism.name == "cnn" and point.game.helper.name == "cnn"
+
+
+DIGITS = {
+    "data": "digits",
+    "train_size": 700,
+    "generator_rows": 200,
+    "m": 400,
+    "helper_rows": 200,
+    "o1_candidates": 200,
+    "o1_guesses": 20,
+    "generator": {"name": "gaussian-mixture", "components": 2},
+    "helper": {"name": "cnn", "epochs": 2},
+}
+
+
+def test_an_image_audit_plays_on_ten_classes():
+    """The digits: a CNN target and helper on the 64 pixels, the generated non-members carry their digits (ten
+    classes, so the loss is the ten-class cross-entropy), and every measurement comes out."""
+    data = sections(**DIGITS)
+    data["mechanism"] = {"name": "cnn", "epochs": 10}
+    point = parse_config(data).grid[0]
+    seed = _seed()
+    outcome = point.game.play(point.mechanism, point.attack, seed=seed)
+    row = point.game.analyse_trial(outcome, _settings(), seed=seed)
+    assert row["m"] == 400 and row["n_test"] == 200
+    assert row["target_heldout_accuracy"] > 0.5  # ten classes: chance is 0.1
+    assert all(
+        np.isfinite(row[k]) and row[k] >= 0 for k in ("c_lb", "c_plus_eps_lb", "rmrn_epsilon_lb", "o1_epsilon_lb")
+    )
+    assert outcome.scores.shape == outcome.arrays["baseline"].shape == (200,)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"generator": {"name": "gaussian-mixture", "by": "p0"}}, "cannot synthesise the digits table: by must name"),
+        ({"train_size": 1200, "o1_candidates": 200}, "the digits population has 1,797 records"),
+        ({"generator": {"name": "gaussian-mixture", "components": 0}}, r"\[game.generator\] gaussian-mixture"),
+    ],
+)
+def test_bad_image_audits_are_refused_in_one_line(change, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        parse_config(sections(**{**DIGITS, **change}))
+    assert "\n" not in str(info.value)
 
 
 def test_golden_panoramia_row(stored_trial):
