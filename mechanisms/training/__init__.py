@@ -7,7 +7,8 @@
   (``logits``, ``probabilities``, ``losses``, ``confidence``; ``to_arrays`` for white-box access and the cache).
 - :mod:`mechanisms.training.models`: logistic regression and MLPs trained with Adam, K models in one batched pass
   (torch); :mod:`mechanisms.training.cnn`: a small CNN on image rows (torch); :mod:`mechanisms.training.trees`:
-  gradient-boosted trees (scikit-learn).  The private counterpart, DP-SGD on the same MLP, is :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`.
+  gradient-boosted trees (scikit-learn).  The private counterpart, DP-SGD on the same MLP, is
+  :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`.
 
 TabPFN, the model of the LiRA calibration paper, needs weights downloaded at run time, which privgame never does;
 the models here all train locally.  Names are imported on first use (:mod:`analysis._lazy`): the data and release
