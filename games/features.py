@@ -23,7 +23,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["LABELS", "POPULATION_SIZES", "ModelArrays", "encode", "model_arrays", "population_table"]
+__all__ = [
+    "FEATURE_COUNTS",
+    "LABELS",
+    "POPULATION_SIZES",
+    "ModelArrays",
+    "encode",
+    "model_arrays",
+    "model_problem",
+    "population_table",
+]
 
 LABELS: dict[str, tuple[str, object]] = {
     "adult": ("income", ">50K"),
@@ -33,6 +42,9 @@ LABELS: dict[str, tuple[str, object]] = {
 POPULATION_SIZES = {"adult": 48_842, "compas": 7_214, "digits": 1_797}
 """Records of each population as shipped (a test checks them against the files), so that a config is checked without
 loading and encoding the data (seconds of a report's start-up)."""
+FEATURE_COUNTS = {"adult": 108, "compas": 22, "digits": 64}
+"""Columns of each population's encoding (a test checks them against :func:`model_arrays`), so that a model's fit to
+the data (a CNN's image shape) is checked with the config, before any training."""
 _WIDE = 1_000
 
 
@@ -130,3 +142,13 @@ def model_arrays(data: str) -> ModelArrays:
     if data not in LABELS:
         raise ValueError(f"data must be one of {', '.join(LABELS)} for a model, got {data!r}.")
     return encode(population_table(data), data)
+
+
+def model_problem(mechanism: object, data: str) -> str | None:
+    """Why the trained model ``mechanism`` cannot read the records of ``data`` (a CNN whose image is not the data's
+    width), or ``None``; asked by the model games when the config is read."""
+    check = getattr(mechanism, "feature_problem", None)
+    if not callable(check) or data not in FEATURE_COUNTS:
+        return None
+    problem = check(FEATURE_COUNTS[data])
+    return None if problem is None else f"mechanism '{getattr(mechanism, 'name', mechanism)}': {problem} in {data!r}"

@@ -130,6 +130,11 @@ class LiRAGame(Game):
             )
         if not isinstance(attack, LiRA):
             return f"game 'lira' plays the LiRA attack ('lira') on its M models, got attack '{attack.name}'"
+        from games.features import model_problem
+
+        problem = model_problem(mechanism, self.data)
+        if problem is not None:
+            return problem
         if self.n_models < attack.min_models():
             return (
                 f"n_models must be at least {attack.min_models()} for this LiRA (each target model's M − 1 others must "

@@ -221,7 +221,9 @@ class PanoramiaGame(Game):
                 f"game 'panoramia' fits the learned classifier 'classifier-mia' as MIA and baseline, got "
                 f"'{attack.name}'"
             )
-        return self.generator_problem()
+        from games.features import model_problem
+
+        return model_problem(mechanism, self.data) or model_problem(self.helper, self.data) or self.generator_problem()
 
     def generator_problem(self) -> str | None:
         """Why the generator cannot synthesise this data's table (tried on 40 rows), or ``None``."""

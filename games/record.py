@@ -343,6 +343,10 @@ class _RecordGameBase(Game):
                 f"columns must be left out for a trained model (it trains on every column, encoded by "
                 f"games/features.py), got {list(self.columns)!r}"
             )
+        if reason is None and mechanism.input_kind == "dataset":
+            from games.features import model_problem
+
+            reason = model_problem(mechanism, self.data)
         check = getattr(attack, "table_incompatibility", None)
         if reason is None and callable(check):
             reason = check(_population(self.data, self.columns).iloc[:1])

@@ -80,6 +80,13 @@ class CNNClassifier(_Network):
         """The pool as float32 and the activations of a batch (small)."""
         return 4 * 4 * int(np.prod(self.image)) * n + (1 << 24)
 
+    def feature_problem(self, n_features: int) -> str | None:
+        """Why records of ``n_features`` features are not images of shape ``image``, or ``None``."""
+        width = int(np.prod(self.image))
+        if n_features == width:
+            return None
+        return f"image {list(self.image)} needs records of {width} features, got {n_features} (set image to the data's shape)"
+
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
     ) -> list[ModelRelease]:
@@ -88,12 +95,9 @@ class CNNClassifier(_Network):
         from mechanisms.dpsgd.devices import resolve_device
         from mechanisms.dpsgd.models import conv_net
 
-        width = int(np.prod(self.image))
-        if pool.x.shape[1] != width:
-            raise ValueError(
-                f"image {list(self.image)} needs records of {width} features, got {pool.x.shape[1]} (set [mechanism] "
-                "image to the data's shape)."
-            )
+        problem = self.feature_problem(pool.x.shape[1])
+        if problem is not None:
+            raise ValueError(f"{problem}.")
         device = resolve_device(self.device)
         x = torch.tensor(pool.x, device=device)
         y = torch.tensor(pool.y, device=device)

@@ -76,6 +76,11 @@ class TrainedModel(Mechanism):
         """The pool as float32 features (about 128 per record: Adult one-hot) and a few working copies."""
         return 4 * 128 * 4 * n
 
+    def feature_problem(self, n_features: int) -> str | None:
+        """Why this model cannot read records of ``n_features`` features, or ``None`` (any width, by default); a
+        game asks before training."""
+        return None
+
 
 def _hidden(value: Any) -> tuple[int, ...]:
     if not isinstance(value, tuple | list):

@@ -428,11 +428,30 @@ def test_an_image_audit_plays_on_ten_classes():
         ({"generator": {"name": "gaussian-mixture", "by": "p0"}}, "cannot synthesise the digits table: by must name"),
         ({"train_size": 1200, "o1_candidates": 200}, "the digits population has 1,797 records"),
         ({"generator": {"name": "gaussian-mixture", "components": 0}}, r"\[game.generator\] gaussian-mixture"),
+        ({"helper": {"name": "cnn", "image": [1, 4, 4]}}, r"mechanism 'cnn': image \[1, 4, 4\] needs records of 16"),
     ],
 )
 def test_bad_image_audits_are_refused_in_one_line(change, message):
     with pytest.raises(ConfigError, match=message) as info:
         parse_config(sections(**{**DIGITS, **change}))
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("game", ["panoramia", "lira", "record-traditional"])
+def test_a_cnn_on_tabular_records_is_refused_before_training(game):
+    """A CNN reads 64-pixel images; Adult's records have 108 features: refused when the config is read, by every
+    game that trains models on encoded records."""
+    data = sections()
+    if game == "lira":
+        data["game"] = {"name": "lira", "data": "adult", "pool_size": 200, "n_models": 6}
+        data["attack"] = {"name": "lira"}
+    elif game == "record-traditional":
+        data["game"] = {"name": game, "data": "adult", "dataset_size": 50, "rounds": 4}
+        data["attack"] = {"name": "lira", "n_shadows": 4}
+    data["mechanism"] = {"name": "cnn"}
+    message = r"mechanism 'cnn': image \[1, 8, 8\] needs records of 64 features, got 108 .* in 'adult'"
+    with pytest.raises(ConfigError, match=message) as info:
+        parse_config(data)
     assert "\n" not in str(info.value)
 
 
