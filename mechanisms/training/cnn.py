@@ -85,7 +85,8 @@ class CNNClassifier(_Network):
         width = int(np.prod(self.image))
         if n_features == width:
             return None
-        return f"image {list(self.image)} needs records of {width} features, got {n_features} (set image to the data's shape)"
+        shape = list(self.image)
+        return f"image {shape} needs records of {width} features, got {n_features} (set image to the data's shape)"
 
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
