@@ -17,8 +17,8 @@ def test_builtins_registered():
         "lira", "multi-run", "one-run", "panoramia", "record", "record-model-seeded", "record-traditional"
     ]  # fmt: skip
     assert MECHANISMS.names() == [
-        "baynet", "dpsgd-blackbox", "dpsgd-mlp", "dpsgd-whitebox", "gaussian", "gradient-boosted-trees",
-        "logistic-regression", "mlp", "privbayes", "randomized-response", "synthpop"
+        "baynet", "cnn", "dpsgd-blackbox", "dpsgd-mlp", "dpsgd-whitebox", "gaussian", "gaussian-mixture",
+        "gradient-boosted-trees", "logistic-regression", "mlp", "privbayes", "randomized-response", "synthpop"
     ]  # fmt: skip
     assert ATTACKS.names() == [
         "classifier-mia", "closest-distance", "exact-copies", "groundhog", "identity", "lira", "negative-loss",
@@ -30,7 +30,7 @@ def test_builtins_registered():
 def test_unknown_name_lists_registered_names():
     with pytest.raises(
         UnknownNameError,
-        match="mechanism name must be one of baynet, dpsgd-blackbox, dpsgd-mlp, dpsgd-whitebox, gaussian, gradient-",
+        match="mechanism name must be one of baynet, cnn, dpsgd-blackbox, dpsgd-mlp, dpsgd-whitebox, gaussian, ",
     ):
         MECHANISMS.get("x")
 

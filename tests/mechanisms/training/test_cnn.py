@@ -59,6 +59,23 @@ def test_trained_cnn_learns_the_digits_and_is_reproducible():
     np.testing.assert_array_equal(decoded.logits(pool.x[:20]), release.logits(pool.x[:20]))
 
 
+def test_the_model_does_not_depend_on_the_thread_count():
+    """The runner's parent and its workers have thread pools of different sizes; a trial's model must not care
+    (a convolution's gradient, summed over threads, differed by 1e-4 in the logits before training was pinned to
+    one thread)."""
+    pool = _digits(300)
+    before = torch.get_num_threads()
+    logits = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            logits.append(CNNClassifier(epochs=8).release(pool, rng=np.random.default_rng(5)).logits(pool.x[:50]))
+            assert torch.get_num_threads() == threads  # restored after training
+    finally:
+        torch.set_num_threads(before)
+    np.testing.assert_array_equal(logits[0], logits[1])
+
+
 def test_release_runs_equal_their_releases():
     pool = _digits(200)
     masks = [pool.with_include(np.roll(pool.include, k)) for k in (0, 50)]
