@@ -246,7 +246,7 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         ),
         "gaussian-mixture": Builtin(
             "mechanisms.synth.mixture:GaussianMixtureGenerator",
-            "Synthetic tables from a Gaussian mixture of the numeric columns within each class of the categorical ones.",
+            "Synthetic tables from a Gaussian mixture of the numeric columns in each class of the categorical ones.",
         ),
         "privbayes": Builtin(
             "mechanisms.synth.privbayes:PrivBayes",

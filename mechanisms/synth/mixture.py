@@ -38,7 +38,7 @@ _MARGINALS = ("empirical", "gaussian")
 
 @dataclass(frozen=True, slots=True)
 class GaussianMixtureGenerator(Mechanism):
-    """Synthetic tables from a Gaussian mixture of the numeric columns within each class of the categorical ones.
+    """Synthetic tables from a Gaussian mixture of the numeric columns in each class of the categorical ones.
 
     Parameters
     ----------
