@@ -35,16 +35,9 @@ class CNNClassifier(_Network):
     channels : tuple of two ints, default=(16, 32)
         The two convolutions' output channels.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
-    epochs : int, default=20
-        Passes over the training rows, each in a fresh order; more epochs over-fit more (the knob of PANORAMIA's
-        image studies).
-    batch_size : int, default=64
-    learning_rate : float, default=1e-3
-        Adam's step size.
-    weight_decay : float, default=0.0
-        L2 penalty (Adam's ``weight_decay``).
-    device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
-        Where to train; the CPU by default so that a config gives the same model on every machine.
+    epochs, batch_size, learning_rate, weight_decay, device
+        As :class:`mechanisms.training.models.LogisticRegressionClassifier`; more epochs over-fit more (the knob of
+        PANORAMIA's image studies).
 
     Notes
     -----
