@@ -253,7 +253,29 @@ def _attempt(
     """Play one trial and analyse it, for its own grid point and for ``siblings`` (the other points of its play,
     which analyse the same outcome).  An exception raised by the code (``SystemExit`` from a plugin included)
     becomes a failure record instead of ending the run: of every analysis when the play raised, of one analysis
-    when only it did.  ``KeyboardInterrupt`` is not caught: Ctrl-C stops the run."""
+    when only it did.  ``KeyboardInterrupt`` is not caught: Ctrl-C stops the run.
+
+    The trial runs with one BLAS thread, in whichever process plays it.  A BLAS product's rounding depends on its
+    thread count (a model release's numpy forward pass differed in the 7th digit between one and two threads), and
+    the parent, the loky workers (``cores // n_workers`` threads each) and Dask's workers have pools of different
+    sizes: with one thread everywhere, a trial's numbers, and its raw arrays' bytes, do not depend on who played it.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _play_and_analyse(point, trial, settings, epsilon, cache, progress_path, siblings)
+
+
+def _play_and_analyse(
+    point: GridPoint,
+    trial: Trial,
+    settings: AnalysisSettings,
+    epsilon: float,
+    cache: ArtefactCache | None,
+    progress_path: Path | None,
+    siblings: tuple[_Analysis, ...],
+) -> _Attempt:
+    """The body of :func:`_attempt`, under its thread limit."""
     analyses: tuple[_Analysis, ...] = ((point, trial, settings, epsilon), *siblings)
     start = time.perf_counter()
     try:

@@ -319,7 +319,9 @@ def test_tree_ensemble_bad_constructions_are_refused():
 # -- the codec --------------------------------------------------------------------------------------------------
 def test_decode_release_refuses_unknown_kinds():
     arrays = _network().to_arrays()
-    with pytest.raises(ValueError, match=r"arrays must hold a model release of kind network, trees, convnet, got 'forest'"):
+    with pytest.raises(
+        ValueError, match=r"arrays must hold a model release of kind network, trees, convnet, got 'forest'"
+    ):
         decode_release({**arrays, "kind": np.array("forest")})
     del arrays["kind"]
     with pytest.raises(ValueError, match=r"arrays must hold a model release of kind network, trees, convnet, got None"):
