@@ -74,8 +74,14 @@ class CNNClassifier(_Network):
             raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
 
     def memory_bytes(self, n: int) -> int:
-        """The pool as float32 and the activations of a batch (small)."""
-        return 4 * 4 * int(np.prod(self.image)) * n + (1 << 24)
+        """Bytes to train on a pool of ``n`` images: the pool (float32, two copies), the parameters four times
+        (weights, gradients, Adam's two moments; the last layer for up to 100 classes), and a batch's activations
+        three times (forward, backward, the pooling's indices), in float32."""
+        c, h, w = self.image
+        c1, c2 = self.channels
+        params = c1 * (9 * c + 1) + c2 * (9 * c1 + 1) + 100 * (c2 * (h // 4) * (w // 4) + 1)
+        batch = min(self.batch_size, max(n, 1)) * (c1 * h * w + c2 * (h // 2) * (w // 2))
+        return 4 * (2 * c * h * w * n + 4 * params + 3 * batch) + (1 << 24)
 
     def feature_problem(self, n_features: int) -> str | None:
         """Why records of ``n_features`` features are not images of shape ``image``, or ``None``."""

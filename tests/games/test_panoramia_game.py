@@ -452,6 +452,15 @@ def test_bad_image_audits_are_refused_in_one_line(change, message):
     assert "\n" not in str(info.value)
 
 
+def test_a_cnn_too_large_for_the_memory_is_refused_before_training():
+    """65,536 channels: 155 GB of convolution weights alone, refused when the config is read, naming the parameter."""
+    data = sections(**DIGITS)
+    data["mechanism"] = {"name": "cnn", "channels": [65536, 65536]}
+    with pytest.raises(ConfigError, match=r"cnn.* GiB") as info:
+        parse_config(data)
+    assert "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize("game", ["panoramia", "lira", "record-traditional"])
 def test_a_cnn_on_tabular_records_is_refused_before_training(game):
     """A CNN reads 64-pixel images; Adult's records have 108 features: refused when the config is read, by every
