@@ -111,7 +111,7 @@ def test_the_quickstart_reproduces_steinke_et_al_at_epsilon_4_and_top_k_falls_sh
 @pytest.mark.parametrize("name", ["panoramia_adult_quick", "panoramia_digits_quick"])
 def test_panoramia_quick_experiment_runs_and_reports(tmp_path, capsys, name):
     """The PANORAMIA quick experiments end to end through the CLI, without the cache: the csv report has one row
-    per grid point with the issue's columns (measured: 60 s for Adult, 32 s for the digits on 2 cores), and the
+    per grid point with the issue's columns (measured: 11 s for Adult, 19 s for the digits on 2 cores), and the
     curves are drawn."""
     import io
 
