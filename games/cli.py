@@ -360,7 +360,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.curves:
         from games.report import plot_trial_curves
 
-        drawn = plot_trial_curves(args.results, args.curves)
+        drawn = plot_trial_curves(args.results, args.curves, **trust)
         print(f"curves written to {', '.join(str(p) for p in drawn)}", file=sys.stderr)
     if args.ladder and estimator_labels_of(summary):  # [analysis] estimators: their stored bounds, side by side
         from analysis.reporting import ladder_latex, plot_estimator_ladder

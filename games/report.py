@@ -235,16 +235,19 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
     )
 
 
-def plot_trial_curves(root: str, path: str | Path) -> list[Path]:
+def plot_trial_curves(
+    root: str, path: str | Path, *, plugins: Sequence[str] = (), trust_plugins: bool = False
+) -> list[Path]:
     """Each grid point's per-trial figure (``Game.plot_trial``), of its trial with the median headline (the lower
-    median over its finished trials): ``path`` itself for one grid point, else ``<stem>-p<index><suffix>`` each.
+    median over its finished trials): ``path`` itself for one grid point, else ``<stem>-p<index><suffix>`` each;
+    ``plugins`` and ``trust_plugins`` as in :func:`summarise_results`.
 
     Raises
     ------
     StoreError
         If the results' game draws no per-trial figure.
     """
-    stored = _load(root, (), False)
+    stored = _load(root, plugins, trust_plugins)
     rows, out = stored.rows, Path(path)
     points = sorted({int(g) for g in rows["grid_point"].unique()})
     written: list[Path] = []
