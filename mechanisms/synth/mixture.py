@@ -199,7 +199,7 @@ class GaussianMixtureGenerator(Mechanism):
     def _sample_class(
         self, rows: NDArray[np.float64], k: int, seed: int, rng: np.random.Generator
     ) -> NDArray[np.float64]:
-        """``k`` draws from a mixture fitted by EM to one class's standardised ``rows``."""
+        """``k`` draws from a mixture fitted by EM to one class's ``rows`` (normal scores, or standardised values)."""
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
