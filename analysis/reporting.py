@@ -413,7 +413,8 @@ def _draw_ladder(ax: Any, part: pd.DataFrame, labels: Sequence[str], along: Sequ
     for i, value in enumerate(analytic):
         if math.isfinite(value):
             ax.hlines(value, i - 0.45, i + 0.45, colors="black", linestyles="--", linewidth=1.2)
-    ax.plot([], [], color="black", linestyle="--", label="analytic ε")
+    if np.isfinite(analytic).any():  # no entry for a line never drawn (a non-private target claims no ε)
+        ax.plot([], [], color="black", linestyle="--", label="analytic ε")
     ax.set_xticks(x, points, fontsize="small")
 
 

@@ -231,3 +231,20 @@ def test_plot_draws_the_bound_column_asked_for_without_a_band(tmp_path: Path) ->
         plot_lower_bounds(summary, tmp_path / "bounds.png", bound="epsilon_lb")  # the default band is missing
     with pytest.raises(ValueError, match=r"^summary must have the columns \['pooled'\]"):
         plot_lower_bounds(summary, tmp_path / "bounds.png", bound="pooled", band=None)
+
+
+@pytest.mark.parametrize(("analytic", "shown"), [(float("nan"), False), (2.0, True)])
+def test_the_ladders_legend_names_the_analytic_line_only_when_one_is_drawn(analytic, shown):
+    """A non-private target (PANORAMIA on a plain CNN) has no analytic ε: its panel draws no line, and the legend
+    must not announce one."""
+    from matplotlib.figure import Figure
+
+    from analysis.reporting import _draw_ladder
+
+    part = pd.DataFrame(
+        {"epsilon_analytic": [analytic], "c_lb.epsilon_lb_median": [0.2], "c_lb.epsilon_lb_min": [0.1]}
+        | {"c_lb.epsilon_lb_max": [0.3]}
+    )
+    ax = Figure().subplots()
+    _draw_ladder(ax, part, ["c_lb"], [])
+    assert ("analytic ε" in ax.get_legend_handles_labels()[1]) is shown
