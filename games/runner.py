@@ -339,7 +339,17 @@ def _end_with_parent(parent: int) -> None:
 
     On Linux the kernel does it (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); elsewhere a daemon thread polls
     ``os.getppid()``.  Either way a parent that died before this ran is caught by the first check.
+
+    It also lifts loky's memory-leak guard, which restarts a worker whose memory grew by 300 MB after its first
+    task.  A worker's first task here is the no-op readiness ping (:func:`_worker_ready`), so the first trial's
+    imports and data (torch alone is about that much) tripped it: every worker was restarted once, paying its
+    start-up again, with a "worker stopped" warning.  A trial's memory is checked against the machine's before
+    the run (:mod:`games.resources`), and trials keep nothing between them.
     """
+    with contextlib.suppress(ImportError):
+        from joblib.externals.loky import process_executor
+
+        process_executor._MAX_MEMORY_LEAK_SIZE = 1 << 62  # loky reads it at each check
     armed = False
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):

@@ -424,17 +424,25 @@ def test_an_image_audit_plays_on_ten_classes():
 
 def test_an_image_audit_is_the_same_in_the_workers_as_in_the_parent(tmp_path, monkeypatch):
     """Every trial played by a worker (one thread each) equals the trial played by the parent (all its threads):
-    the CNN's training does not depend on the process, nor on its thread pool."""
+    the CNN's training does not depend on the process, nor on its thread pool.  And no worker is restarted: the
+    first trial's imports (torch) used to trip loky's memory-leak guard, measured from the readiness ping, with a
+    "worker stopped" warning and a second start-up per worker."""
+    import warnings
+
     from games import runner
 
     data = sections(**DIGITS)
+    data["experiment"]["repetitions"] = 4  # two trials per worker: the guard acts between a worker's tasks
     data["mechanism"] = {"name": "cnn", "epochs": 3}
     config = parse_config(data)
     parent = run_experiment(config, tmp_path / "parent", progress=False).rows()
     monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)  # the workers play every trial
-    workers = run_experiment(config, tmp_path / "workers", progress=False, n_jobs=2).rows()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        workers = run_experiment(config, tmp_path / "workers", progress=False, n_jobs=2).rows()
     cut = lambda rows: rows.drop(columns=["seconds"])  # noqa: E731
     pd.testing.assert_frame_equal(cut(parent), cut(workers))
+    assert not [w for w in caught if "worker stopped" in str(w.message)]
 
 
 @pytest.mark.parametrize(
