@@ -24,11 +24,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 __all__ = [
-    "FEATURE_COUNTS",
     "LABELS",
     "POPULATION_SIZES",
     "ModelArrays",
     "encode",
+    "feature_count",
     "model_arrays",
     "model_problem",
     "population_table",
@@ -42,9 +42,7 @@ LABELS: dict[str, tuple[str, object]] = {
 POPULATION_SIZES = {"adult": 48_842, "compas": 7_214, "digits": 1_797}
 """Records of each population as shipped (a test checks them against the files), so that a config is checked without
 loading and encoding the data (seconds of a report's start-up)."""
-FEATURE_COUNTS = {"adult": 108, "compas": 22, "digits": 64}
-"""Columns of each population's encoding (a test checks them against :func:`model_arrays`), so that a model's fit to
-the data (a CNN's image shape) is checked with the config, before any training."""
+
 _WIDE = 1_000
 
 
@@ -144,11 +142,23 @@ def model_arrays(data: str) -> ModelArrays:
     return encode(population_table(data), data)
 
 
+def feature_count(data: str) -> int:
+    """Columns of ``data``'s encoding, from its public domain alone (no record is read): one per category of a
+    categorical column, one per numeric column, the label left out, as :func:`encode` lays them out."""
+    from games.datasets import public_domain
+
+    if data not in LABELS:
+        raise ValueError(f"data must be one of {', '.join(LABELS)} for a model, got {data!r}.")
+    domain, label = public_domain(data), LABELS[data][0]
+    cats = dict(domain.categories)
+    return sum(len(cats[c]) if c in cats else 1 for c in domain.columns if c != label)
+
+
 def model_problem(mechanism: object, data: str) -> str | None:
     """Why the trained model ``mechanism`` cannot read the records of ``data`` (a CNN whose image is not the data's
     width), or ``None``; asked by the model games when the config is read."""
     check = getattr(mechanism, "feature_problem", None)
-    if not callable(check) or data not in FEATURE_COUNTS:
+    if not callable(check) or data not in LABELS:
         return None
-    problem = check(FEATURE_COUNTS[data])
+    problem = check(feature_count(data))
     return None if problem is None else f"mechanism '{getattr(mechanism, 'name', mechanism)}': {problem} in {data!r}"

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from analysis._checks import check_int
-from mechanisms.training.release import check_image
+from mechanisms.training.release import check_channels, check_image
 
 __all__ = ["conv_net", "digits_cnn", "init_parameters", "logistic_regression", "mlp"]
 
@@ -192,10 +192,7 @@ def conv_net(
     """
     shape = check_image(image)
     k = check_int("n_classes", n_classes, low=2)
-    if not isinstance(channels, (tuple, list)) or len(channels) != 2:
-        raise ValueError(f"channels must be a pair of ints, got {channels!r}.")
-    c1 = check_int("channels[0]", channels[0], low=1)
-    c2 = check_int("channels[1]", channels[1], low=1)
+    c1, c2 = check_channels(channels)
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}.")
     act = _ACTIVATIONS[activation]

@@ -16,9 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from analysis._checks import check_int
 from mechanisms.training.models import MAX_WIDTH, _Network, torch_generators
-from mechanisms.training.release import ACTIVATIONS, ConvNetRelease, ModelRelease, check_image
+from mechanisms.training.release import ACTIVATIONS, ConvNetRelease, ModelRelease, check_channels, check_image
 
 __all__ = ["CNNClassifier"]
 
@@ -63,13 +62,7 @@ class CNNClassifier(_Network):
     def __post_init__(self) -> None:
         _Network.__post_init__(self)
         object.__setattr__(self, "image", check_image(self.image))
-        if not isinstance(self.channels, tuple | list) or len(self.channels) != 2:
-            raise ValueError(f"channels must be a pair of ints, got {self.channels!r}.")
-        object.__setattr__(
-            self,
-            "channels",
-            tuple(check_int(f"channels[{i}]", c, low=1, high=MAX_WIDTH) for i, c in enumerate(self.channels)),
-        )
+        object.__setattr__(self, "channels", check_channels(self.channels, high=MAX_WIDTH))
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
 

@@ -24,6 +24,7 @@ __all__ = [
     "ModelRelease",
     "NetworkRelease",
     "TreeEnsembleRelease",
+    "check_channels",
     "check_image",
     "decode_release",
 ]
@@ -377,6 +378,22 @@ def check_image(image: Any) -> tuple[int, int, int]:
     h = check_int("image[1]", image[1], low=4, high=1 << 12)
     w = check_int("image[2]", image[2], low=4, high=1 << 12)
     return c, h, w
+
+
+def check_channels(channels: Any, *, high: int | None = None) -> tuple[int, int]:
+    """``channels`` as the two convolutions' output channels (each at least 1, and at most ``high`` if given).
+
+    Raises
+    ------
+    ValueError
+        If it is not a pair of integers in range.
+    """
+    from analysis._checks import check_int
+
+    if not isinstance(channels, tuple | list) or len(channels) != 2:
+        raise ValueError(f"channels must be a pair of ints, got {channels!r}.")
+    c1, c2 = (check_int(f"channels[{i}]", c, low=1, high=high) for i, c in enumerate(channels))
+    return c1, c2
 
 
 def _conv3x3(h: NDArray[np.float32], w: NDArray[np.float32], b: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from games.datasets import load, load_digits
-from games.features import FEATURE_COUNTS, LABELS, POPULATION_SIZES, encode, model_arrays, population_table
+from games.features import LABELS, POPULATION_SIZES, encode, feature_count, model_arrays, population_table
 
 
 @pytest.mark.parametrize("data", sorted(LABELS))
 def test_population_sizes_match_the_shipped_files(data):
     assert len(population_table(data)) == POPULATION_SIZES[data] == model_arrays(data).y.shape[0]
-    assert FEATURE_COUNTS[data] == model_arrays(data).x.shape[1] == len(model_arrays(data).features)
+    assert feature_count(data) == model_arrays(data).x.shape[1] == len(model_arrays(data).features)
 
 
 @pytest.mark.parametrize("data", sorted(LABELS))
