@@ -227,6 +227,13 @@ def _opaque_rng(seed: np.random.SeedSequence) -> np.random.Generator:
     return np.random.Generator(hidden)
 
 
+def _split_seed(record: int, code: int) -> int:
+    """The seed of the threshold split of ``record``'s rounds in game ``code``: one split per (record, game), used
+    by its per-record bound at β and by the summary's bound at β/M alike, so that the summary (the largest
+    per-record bound at β/M) never exceeds the largest per-record bound."""
+    return int(np.random.default_rng(keyed_seed(0, _TAG_FAMILY, record, code)).integers(2**62))
+
+
 def _record_bound(scores: np.ndarray, labels: np.ndarray, confidence: float, delta: float, split_seed: int) -> float:
     """The rounds' Clopper–Pearson ε lower bound, threshold chosen on a random half (``split_seed``) and bounded on
     the rest; 0 (always a valid lower bound) when the random half leaves nothing to choose on."""
@@ -505,7 +512,7 @@ class _RecordGameBase(Game):
                 tpr, realised = tpr_at_fpr(s, b, fpr)
                 row[f"tpr_at_fpr_{fpr:g}"] = tpr
                 row[f"fpr_realised_{fpr:g}"] = realised
-            row["epsilon_lb"] = _record_bound(s, b, settings.confidence, settings.delta, int(rng.integers(2**62)))
+            row["epsilon_lb"] = _record_bound(s, b, settings.confidence, settings.delta, _split_seed(record, int(code)))
             row["claim_applies"] = bool(outcome.arrays["claim_applies"][k])
             rows.append(row)
         return rows
@@ -546,13 +553,13 @@ class _RecordGameBase(Game):
             suffix = game.replace("-", "_")
             code = GAMES_PLAYED.index(game)
             out[f"auc_mean_{suffix}"] = float(rows[f"auc_{suffix}"].mean())
-            # one bound for the mechanism over all M records: each record's at β/M (Bonferroni), the largest;
-            # its split is seeded by the record alone, fixed before the rounds are looked at
+            # one bound for the mechanism over all M records: each record's at β/M (Bonferroni), the largest; each
+            # record's split is the one of its own per-record bound (so the summary never exceeds the largest of
+            # those), seeded by the record alone, fixed before the rounds are looked at
             bounds = []
             for o in outcomes:
                 part = o.arrays["game"] == code
-                record = int(o.arrays["record"][0])
-                split_seed = int(np.random.default_rng(keyed_seed(0, _TAG_FAMILY, record, code)).integers(2**62))
+                split_seed = _split_seed(int(o.arrays["record"][0]), code)
                 bounds.append(_record_bound(o.scores[part], o.membership[part], 1.0 - beta, settings.delta, split_seed))
             out[f"epsilon_lb_{suffix}"] = float(max(bounds))
         if set(GAMES_PLAYED) <= set(self.played()):

@@ -525,3 +525,56 @@ def test_summary_has_a_family_wise_bound_and_stale_progress_is_cleared(tmp_path)
     assert {"epsilon_lb_traditional", "epsilon_lb_model_seeded"} <= set(summary)
     # a copying generator: every round right, so even at β/M (M = 2 records) the bound is positive
     assert summary["epsilon_lb_model_seeded"].iloc[0] > 0.5
+
+
+def _synthetic_record_outcome(record: int, rounds: int, signal: float, rng: np.random.Generator):
+    """A record-game outcome of ``rounds`` rounds per game with Gaussian scores shifted by ``signal`` when IN."""
+    from games._base import TrialOutcome
+    from games.record import SELECTIONS
+
+    labels = np.concatenate([rng.permutation(np.arange(rounds) < rounds // 2) for _ in range(2)])
+    scores = rng.standard_normal(2 * rounds) + signal * labels
+    return TrialOutcome(
+        scores=scores,
+        membership=labels,
+        arrays={
+            "game": np.repeat(np.arange(2, dtype=np.int8), rounds),
+            "reference": np.zeros(2 * rounds, dtype=np.int64),
+            "guess": scores >= signal / 2,
+            "record": np.array([record], dtype=np.int64),
+            "selection": np.array([SELECTIONS.index("random")], dtype=np.int8),
+            "vulnerability": np.array([0.0]),
+            "claim_applies": np.array([True, True]),
+        },
+    )
+
+
+def test_the_summary_bound_is_the_largest_per_record_bound_at_beta_over_m():
+    """The summary's ε_lb (each record's bound at β/M, the largest) uses each record's own split, so it never
+    exceeds the largest per-record bound (at β): they used different random splits before, and a summary of 1.63
+    stood beside a per-record maximum of 1.41."""
+    from games.record import GAMES_PLAYED, _record_bound, _split_seed
+
+    game = RecordGames(**{**SMALL, "rounds": 200, "n_boot": 40})
+    settings = AnalysisSettings(confidence=0.95, delta=0.0)
+    rng = np.random.default_rng(2026)
+    for experiment in range(12):
+        outcomes = [_synthetic_record_outcome(100 * experiment + r, 200, 2.0, rng) for r in range(4)]
+        rows, records = [], []
+        for trial, outcome in enumerate(outcomes):
+            metrics, per_record = game.analyse(outcome, settings, seed=np.random.SeedSequence(7, spawn_key=(trial,)))
+            rows.append({**metrics, "trial": trial, "epsilon_analytic": float("nan")})
+            records.extend(per_record)
+        summary = game.summarise(pd.DataFrame(rows), settings, outcomes.__getitem__)
+        for code, name in enumerate(GAMES_PLAYED):
+            suffix = name.replace("-", "_")
+            per_record = [r["epsilon_lb"] for r in records if r["game"] == name]
+            assert summary[f"epsilon_lb_{suffix}"] <= max(per_record)
+            # and it is exactly the largest per-record bound at β/M, on the same splits
+            beta_m = 0.05 / len(outcomes)
+            again = []
+            for o in outcomes:
+                part = o.arrays["game"] == code
+                seed = _split_seed(int(o.arrays["record"][0]), code)
+                again.append(_record_bound(o.scores[part], o.membership[part], 1 - beta_m, 0.0, seed))
+            assert summary[f"epsilon_lb_{suffix}"] == max(again)
