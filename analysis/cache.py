@@ -71,12 +71,29 @@ _LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "numba", "pyarrow", "t
 
 @cache
 def code_fingerprint(module: str) -> str:
-    """SHA-256 of the source of the package that holds ``module`` (every ``.py`` file beside it and below) and of
-    the versions of the numerical libraries.
+    """SHA-256 of the source of ``module``'s package (or of the module's own file) and of the versions of the
+    numerical libraries.
+
+    The source hashed is that of the regular package holding ``module`` (every ``.py`` file of its folder and of
+    its sub-packages, the folders below it that have an ``__init__.py``; hidden files and folders are skipped), so
+    an edit anywhere in, say, ``mechanisms/synth/`` changes the fingerprint of ``mechanisms.synth.baynet``.  A
+    module that is not in a regular package (a plugin ``my_plugin.py`` in a project folder) is hashed alone: the
+    folder it sits in is not its code (it may hold a ``.venv`` of thousands of files, or an editor's dangling lock
+    link).  A file that cannot be read is left out with a warning (once per file) rather than failing every run.
 
     Part of every release key: an editable install keeps its version number while its code changes, and numpy's
     streams or a library's numerics may change with an upgrade, so the version alone would let a stale artefact
     answer for code that now computes something else (SPEC §8).
+
+    Parameters
+    ----------
+    module : str
+        A module's dotted name, e.g. ``type(mechanism).__module__``.
+
+    Returns
+    -------
+    str
+        The fingerprint, a SHA-256 hex digest (memoised per process).
     """
     import importlib.util
 
@@ -86,16 +103,60 @@ def code_fingerprint(module: str) -> str:
     except (ImportError, ValueError):  # e.g. "__main__": nothing on disk to hash beyond the name
         spec = None
     origin = Path(spec.origin) if spec is not None and spec.origin else None
-    if origin is not None and origin.exists():
-        for path in sorted(origin.parent.rglob("*.py")):
-            h.update(str(path.relative_to(origin.parent)).encode())
-            h.update(path.read_bytes())
+    if origin is not None and origin.is_file():
+        folder = origin.parent
+        files = _package_sources(folder) if (folder / "__init__.py").is_file() else [origin]
+        for path in files:
+            try:
+                payload = path.read_bytes()
+            except OSError as exc:  # e.g. a dangling link, a file without read permission
+                _warn_unreadable(path, exc)
+                continue
+            h.update(str(path.relative_to(folder)).encode())
+            h.update(payload)
     for lib in _LIBRARIES:
         try:
             h.update(f"{lib}={metadata.version(lib)}".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{lib}=absent".encode())
     return h.hexdigest()
+
+
+def _package_sources(folder: Path) -> list[Path]:
+    """The ``.py`` files of the package ``folder`` and of its sub-packages (folders with an ``__init__.py``, not
+    followed through links), hidden files and folders left out, in sorted order of their paths within ``folder``."""
+    found: list[Path] = []
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        try:
+            entries = list(current.iterdir())
+        except OSError as exc:
+            _warn_unreadable(current, exc)
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.suffix == ".py" and not entry.is_dir():
+                found.append(entry)
+            elif entry.is_dir() and not entry.is_symlink() and (entry / "__init__.py").is_file():
+                pending.append(entry)
+    return sorted(found, key=lambda p: p.relative_to(folder).parts)
+
+
+_WARNED_UNREADABLE: set[str] = set()
+
+
+def _warn_unreadable(path: Path, exc: OSError) -> None:
+    """Warn, once per path and process, that ``path`` is left out of a code fingerprint."""
+    if str(path) in _WARNED_UNREADABLE:
+        return
+    _WARNED_UNREADABLE.add(str(path))
+    warnings.warn(
+        f"cannot read {str(path)!r} ({exc.strerror or exc}); it is left out of the code fingerprint of the artefact "
+        "cache's keys, so an edit of it does not invalidate cached artefacts.",
+        stacklevel=3,
+    )
 
 
 def default_cache_dir() -> Path:

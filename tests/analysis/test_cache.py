@@ -246,3 +246,85 @@ def test_key_ignores_fields_outside_equality():
 
     assert make_key(c=Component(1.0)) == make_key(c=Component(1.0, derived=3.0))
     assert make_key(c=Component(1.0)) != make_key(c=Component(2.0))
+
+
+# -- what code_fingerprint hashes -------------------------------------------------------------------------------
+def _fingerprint(module: str) -> str:
+    from analysis.cache import code_fingerprint
+
+    return code_fingerprint.__wrapped__(module)  # type: ignore[attr-defined]  # past the per-process memo
+
+
+def test_a_plugin_module_is_hashed_alone_not_its_project_folder(tmp_path, monkeypatch, recwarn):
+    """A single-file plugin in a project folder: an editor's dangling lock link (``.#x.py``) beside it does not fail
+    the key, and a ``.venv`` beside it is not hashed (an edit there changes nothing), but the plugin's own file is."""
+    plugin = tmp_path / "pg_fingerprint_plugin.py"
+    plugin.write_text("X = 1\n")
+    (tmp_path / ".#pg_fingerprint_plugin.py").symlink_to(tmp_path / "user@host.1234")  # dangling, as Emacs makes
+    site = tmp_path / ".venv" / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    many = site / "many.py"
+    many.write_text("Y = 1\n")
+    (tmp_path / "other_script.py").write_text("Z = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = _fingerprint("pg_fingerprint_plugin")
+    many.write_text("Y = 2\n")
+    (tmp_path / "other_script.py").write_text("Z = 2\n")
+    assert _fingerprint("pg_fingerprint_plugin") == before
+    plugin.write_text("X = 2\n")
+    assert _fingerprint("pg_fingerprint_plugin") != before
+    assert not [w for w in recwarn if "fingerprint" in str(w.message)]  # nothing unreadable was even looked at
+
+
+def test_a_package_is_hashed_with_its_sub_packages_only(tmp_path, monkeypatch):
+    pkg = tmp_path / "pg_fingerprint_pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "data").mkdir()
+    (pkg / ".hidden").mkdir()
+    for path in (pkg / "__init__.py", pkg / "mod.py", pkg / "sub" / "__init__.py", pkg / "sub" / "x.py"):
+        path.write_text("A = 1\n")
+    (pkg / "data" / "y.py").write_text("B = 1\n")  # a folder without __init__.py: not part of the package
+    (pkg / ".hidden" / "z.py").write_text("C = 1\n")
+    (pkg / ".#mod.py").write_text("D = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = _fingerprint("pg_fingerprint_pkg.mod")
+    for untracked in (pkg / "data" / "y.py", pkg / ".hidden" / "z.py", pkg / ".#mod.py"):
+        untracked.write_text("edited = True\n")
+    assert _fingerprint("pg_fingerprint_pkg.mod") == before
+    (pkg / "sub" / "x.py").write_text("A = 2\n")  # a sibling sub-package's module: the package's code
+    after = _fingerprint("pg_fingerprint_pkg.mod")
+    assert after != before
+    (pkg / "__init__.py").write_text("A = 2\n")
+    assert _fingerprint("pg_fingerprint_pkg.mod") != after
+
+
+def test_an_unreadable_file_of_a_package_is_skipped_with_one_warning(tmp_path, monkeypatch):
+    pkg = tmp_path / "pg_fingerprint_broken"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text("A = 1\n")
+    broken = pkg / "broken.py"
+    broken.symlink_to(tmp_path / "gone.py")  # dangling: reading it raises
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.warns(UserWarning, match=r"cannot read .*broken\.py.*left out of the code fingerprint") as caught:
+        first = _fingerprint("pg_fingerprint_broken.mod")
+        assert _fingerprint("pg_fingerprint_broken.mod") == first
+    assert sum("broken.py" in str(w.message) for w in caught) == 1  # once, naming the file
+    (pkg / "mod.py").write_text("A = 2\n")
+    assert _fingerprint("pg_fingerprint_broken.mod") != first
+
+
+def test_privgame_packages_are_fingerprinted_by_their_package_source():
+    """mechanisms/cached.py keys a release by its mechanism's package and by analysis/: each covers its package's
+    files (an edit of any of them misses), and differs between packages."""
+    from pathlib import Path
+
+    import analysis.cache as cache_module
+    from analysis.cache import _package_sources
+
+    analysis_dir = Path(cache_module.__file__).parent
+    assert {p.name for p in _package_sources(analysis_dir)} >= {"cache.py", "discretise.py", "_checks.py"}
+    root = analysis_dir.parent
+    mechanisms = {p.relative_to(root).as_posix() for p in _package_sources(root / "mechanisms")}
+    assert {"mechanisms/cached.py", "mechanisms/synth/baynet.py", "mechanisms/training/data.py"} <= mechanisms
+    assert _fingerprint("mechanisms.synth.baynet") != _fingerprint("analysis.cache")
