@@ -60,8 +60,14 @@ class TableSchema:
             raise ValueError(f"the release must have the columns {list(self.columns)!r}, got {list(table.columns)!r}.")
 
     def codes(self, table: pd.DataFrame) -> NDArray[np.float64]:
-        """``(n, d)`` float64: categorical columns as codes into the SCHEMA's category list (a value outside it is
-        −1, matching nothing), numeric columns as values.  The release's own category order is never trusted."""
+        """``(n, d)`` float64: categorical columns as codes into the SCHEMA's category list, numeric columns as
+        values.  The release's own category order is never trusted.
+
+        A missing categorical value, or one outside the schema's categories, is −1; a missing numeric value is
+        NaN.  Both match nothing, themselves included: :func:`attacks.queries.match_masks` never counts a −1 or NaN
+        row or target as a match, :func:`attacks.distance.mixed_distances` counts it as differing (by 1), and
+        :meth:`one_hot` puts a −1 in no category's column.
+        """
         self.check(table)
         out = np.empty(table.shape, dtype=np.float64)
         for j, c in enumerate(table.columns):
@@ -69,9 +75,10 @@ class TableSchema:
             cats = self.categories[j]
             if cats is not None:
                 same = isinstance(col.dtype, pd.CategoricalDtype) and tuple(col.cat.categories) == cats
-                out[:, j] = col.cat.codes.to_numpy() if same else pd.Categorical(col, categories=cats).codes
+                # get_indexer gives −1 for a missing or unknown value (pd.Categorical warns on unknown values)
+                out[:, j] = col.cat.codes.to_numpy() if same else pd.Index(cats).get_indexer(pd.Index(col))
             elif pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
-                out[:, j] = col.to_numpy(dtype=np.float64)
+                out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
             else:
                 raise TypeError(
                     f"column {c!r} of the release must be numeric, as in the auxiliary data, got {col.dtype}."

@@ -26,12 +26,16 @@ def mixed_distances(
     codes: NDArray[np.float64], target: NDArray[np.float64], schema: TableSchema
 ) -> NDArray[np.float64]:
     """Per row: the number of categorical attributes that differ from the target, plus each numeric attribute's
-    absolute difference scaled by the auxiliary range (capped at 1): Hamming distance on all-categorical tables."""
+    absolute difference scaled by the auxiliary range (capped at 1): Hamming distance on all-categorical tables.
+
+    A missing or unknown value (categorical code −1, numeric NaN; :meth:`TableSchema.codes`), in the row or in
+    the target, matches nothing: it differs by the most an attribute can, 1, even from another missing value."""
     diff = np.empty_like(codes)
     cat = schema.categorical
-    diff[:, cat] = codes[:, cat] != target[None, cat]
+    diff[:, cat] = (codes[:, cat] != target[None, cat]) | (codes[:, cat] < 0)  # a −1 target differs from a −1 row
     num = ~cat
-    diff[:, num] = np.minimum(np.abs(codes[:, num] - target[None, num]) / schema.span[None, num], 1.0)
+    # fmin, not minimum: a NaN difference becomes the cap 1 instead of making the whole distance NaN
+    diff[:, num] = np.fmin(np.abs(codes[:, num] - target[None, num]) / schema.span[None, num], 1.0)
     distances: NDArray[np.float64] = diff.sum(axis=1)
     return distances
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import roc_auc_score
 
 from attacks._tables import TableSchema
 from attacks.queries import CountingQueries, match_masks, sample_subsets, superset_counts
@@ -60,7 +61,9 @@ def test_sampled_subsets_have_the_asked_orders_and_are_capped():
 
 
 def test_match_rule_and_size_errors():
-    with pytest.raises(ValueError, match="numeric_match must be one of"):
+    with pytest.raises(ValueError, match="rule must be one of ge, eq, got 'both'"):
+        match_masks(np.zeros((2, 2)), np.zeros(2), np.zeros(2, dtype=bool), "both")
+    with pytest.raises(ValueError, match="rule must be one of ge, eq, got"):
         match_masks(np.zeros((2, 2)), np.zeros(2), np.zeros(2, dtype=bool), "gt")
     with pytest.raises(ValueError, match="at most 62 attributes"):
         match_masks(np.zeros((2, 63)), np.zeros(63), np.zeros(63, dtype=bool))
@@ -69,6 +72,7 @@ def test_match_rule_and_size_errors():
 @pytest.mark.parametrize(
     ("params", "error", "match"),
     [
+        ({"numeric_match": "gt"}, ValueError, "numeric_match must be one of ge, eq, both, got 'gt'"),
         ({"orders": ()}, TypeError, "orders must be a non-empty list"),
         ({"orders": (0, 0)}, ValueError, "at least one query"),
         ({"orders": (1, -1)}, ValueError, r"orders\[1\] must be"),
@@ -117,3 +121,73 @@ def test_sampled_counts_without_the_zeta_array_equal_it():
     chosen = sample_subsets(6, (3, 5, 5), rng=rng)
     direct = ((masks[:, None] & chosen[None, :]) == chosen[None, :]).sum(axis=0)
     assert np.array_equal(direct, superset_counts(masks, 6)[chosen])
+
+
+def _numeric_table(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "c": pd.Categorical(rng.choice(list("ab"), n), categories=list("ab")),
+            "x": rng.integers(1, 20, n),
+            "y": rng.integers(1, 20, n),
+        }
+    )
+
+
+def _knowledge(aux: pd.DataFrame, target: pd.DataFrame, n: int = 20):
+    import sys
+    from pathlib import Path
+
+    from attacks.knowledge import BlackBox, Knowledge
+
+    plugins = str(Path(__file__).parents[1] / "games" / "plugins")  # the record-game tests' known-risk generators
+    if plugins not in sys.path:
+        sys.path.insert(0, plugins)
+    from known_risk_mechanisms import CopyTable
+
+    return Knowledge(aux, target, n, BlackBox(CopyTable()))
+
+
+@pytest.mark.parametrize(("subsets", "width"), [("all", 2 * 7), ("sampled", 2 * 4)])
+def test_both_features_are_the_ge_features_then_the_eq_features(subsets, width):
+    aux = _numeric_table(60, 0)
+    knowledge = _knowledge(aux, aux.iloc[[3]])
+    release = _numeric_table(25, 1)
+    orders = (2, 2)
+    features = {
+        rule: CountingQueries(subsets=subsets, numeric_match=rule, orders=orders).featuriser(
+            knowledge, rng=np.random.default_rng(5)
+        )(release)
+        for rule in ("ge", "eq", "both")
+    }
+    assert features["both"].shape == (width,)
+    assert np.array_equal(features["both"], np.concatenate([features["ge"], features["eq"]]))
+    assert not np.array_equal(features["ge"], features["eq"])  # x and y are numeric: the halves differ
+
+
+def test_both_needs_twice_the_memory_of_one_rule():
+    for subsets in ("all", "sampled"):
+        one = CountingQueries(subsets=subsets, numeric_match="ge").memory_bytes(10, 5)
+        assert CountingQueries(subsets=subsets, numeric_match="both").memory_bytes(10, 5) == 2 * one
+    assert CountingQueries(numeric_match="eq").memory_bytes(10, 5) == 12 * 10 * 31
+
+
+def test_both_separates_a_literal_copy_that_ge_cannot():
+    # issue 22 (7): a target dominated (≥ on every numeric attribute, same category) by every reference record:
+    # adding its copy or a reference's changes no "ge" count, so "ge" scores both worlds alike (AUC 1/2)
+    aux = _numeric_table(200, 2)
+    target = pd.DataFrame({"c": pd.Categorical(["a"], categories=list("ab")), "x": [0], "y": [0]})
+    knowledge = _knowledge(aux, target)
+    pool = _numeric_table(60, 3)
+    dbar, references = pool.iloc[:19], pool[pool["c"] == "a"].iloc[19:29]
+    worlds = [pd.concat([dbar, target], ignore_index=True)] * 10 + [
+        pd.concat([dbar, references.iloc[[k]]], ignore_index=True) for k in range(10)
+    ]
+    labels = np.array([1] * 10 + [0] * 10)
+    auc = {}
+    for rule in ("ge", "eq", "both"):
+        attack = CountingQueries(numeric_match=rule, n_shadows=40, n_estimators=20, max_depth=4)
+        fitted = attack.fit(knowledge, rng=np.random.default_rng(0))
+        scores = np.array([fitted.score(w, np.array([0]))[0] for w in worlds])
+        auc[rule] = roc_auc_score(labels, scores)
+    assert auc == {"ge": 0.5, "eq": 1.0, "both": 1.0}
