@@ -12,9 +12,14 @@ calibration paper (SPEC §5):
    ``Δ_x = μ_in,x − μ_out,x``, after which every sample's OUT distribution is N(0, 1) under the Gaussian
    assumption and the threshold Φ⁻¹(1 − α) gives FPR α for every sample.  With few shadows the estimated μ/σ make
    that threshold optimistic; the Student-t prediction threshold ``t_{1−α, n_out−1} · sqrt(1 + 1/n_out)`` is exact
-   for Gaussian scores.  :func:`calibration_report` reports the naive concatenated TPR, the post-processed
-   concatenated TPR (both thresholds) and the mean per-sample TPR side by side, each with its realised FPR and a
-   bootstrap interval over samples, plus the spread of per-sample FPRs that the naive threshold implies.
+   for Gaussian scores.  The sign must not be estimated from the shadows that give μ_out,x: choosing it by
+   Δ̂_x = μ̂_in,x − μ̂_out,x selects, for a sample that does not leak, the direction in which μ̂_out,x happens to lie
+   low, and the realised FPR rises (0.0139 for 0.01 at M = 16, 0.0125 at M = 64).  A score whose direction is known
+   ("higher = member", as every privgame attack's and LiRA's logit-scaled confidence) needs no sign
+   (``direction="known"``, the default); ``direction="split"`` estimates it from shadows disjoint from those of the
+   threshold.  :func:`calibration_report` reports the naive concatenated TPR, the post-processed concatenated TPR
+   (both thresholds) and the mean per-sample TPR side by side, each with its realised FPR and a bootstrap interval
+   over samples, plus the spread of per-sample FPRs that the naive threshold implies.
 2. Finite-population bias.  Shadow training sets drawn without replacement from one pool share data, so the
    spread of the learning outcomes is underestimated by the factor ``FPC = 1 − N/N₊`` [2]_; the correction is
    ``σ²_corrected = σ²_empirical / FPC`` (:func:`finite_population_correction`, and ``fpc=`` of
@@ -78,6 +83,9 @@ DEFAULT_FPRS: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
 
 METHODS: tuple[str, ...] = ("naive", "pp", "pp_t", "per_sample")
 """The four aggregate numbers, in the order of :meth:`CalibrationReport.flat`."""
+
+DIRECTIONS: tuple[str, ...] = ("known", "split")
+"""How :func:`calibration_report` orients each sample's post-processed score (its ``direction``)."""
 
 # A leave-one-out sum of squares below this fraction of its column's total is recomputed directly: the downdating
 # formula loses it to cancellation (the other values are then (nearly) all equal).
@@ -475,17 +483,19 @@ def student_t_threshold(alpha: float, n_out: ArrayLike) -> Any:
     alpha : float
         The nominal FPR, in (0, 1).
     n_out : int or array-like of int
-        The number of OUT shadow scores μ̂ and σ̂ were estimated from, each ≥ 2.
+        The number of OUT shadow scores μ̂ and σ̂ were estimated from, each ≥ 0.
 
     Returns
     -------
     float or ndarray of float
-        A float for a scalar ``n_out``, else an array of its shape.
+        A float for a scalar ``n_out``, else an array of its shape; NaN where ``n_out`` < 2 (no standard deviation,
+        so no threshold: a record with fewer than two OUT shadows cannot be post-processed, and a comparison with
+        NaN flags nothing).
 
     Raises
     ------
     ValueError
-        If ``alpha`` is outside (0, 1) or an ``n_out`` is < 2.
+        If ``alpha`` is outside (0, 1) or an ``n_out`` is negative.
     TypeError
         If ``alpha`` is not real or ``n_out`` not integer.
 
@@ -512,12 +522,14 @@ def student_t_threshold(alpha: float, n_out: ArrayLike) -> Any:
     n = np.asarray(n_out)
     if n.dtype == np.bool_ or not np.issubdtype(n.dtype, np.integer):
         raise TypeError(f"n_out must be an integer or an array of integers, got {n_out!r}.")
-    if n.size and n.min() < 2:
-        raise ValueError(f"n_out must be >= 2 (a standard deviation needs two scores), got {n.min().item()!r}.")
+    if n.size and n.min() < 0:
+        raise ValueError(f"n_out must be >= 0, got {n.min().item()!r}.")
     # one quantile per distinct n (at most M of them), not per pair
     distinct, inverse = np.unique(n, return_inverse=True)
     nf = distinct.astype(np.float64)
-    values = stats.t.isf(level, nf - 1.0) * np.sqrt(1.0 + 1.0 / nf)
+    values = np.full(nf.shape, np.nan)
+    defined = nf >= 2
+    values[defined] = stats.t.isf(level, nf[defined] - 1.0) * np.sqrt(1.0 + 1.0 / nf[defined])
     out = values[inverse].reshape(n.shape)
     return float(out) if n.ndim == 0 else np.asarray(out, dtype=np.float64)
 
@@ -651,6 +663,35 @@ def _spread(fp: NDArray[np.int64], n: NDArray[np.int64]) -> tuple[float, float, 
     return float(rates.mean()), float(np.quantile(rates, 0.9)), float(rates.max()), dispersion
 
 
+def _standardised(
+    s: NDArray[np.float64], m: NDArray[np.bool_], fpc: float, direction: str
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.int64]]:
+    """The post-processed scores of every pair, where they are defined, and the OUT counts behind them.
+
+    ``"known"``: leave-one-out statistics of all the other models, sign +1.  ``"split"``: model j's pairs from the
+    models of its own parity (leave-one-out), the sign from those of the other parity (see
+    :func:`calibration_report`).
+    """
+    if direction == "known":
+        stats = loo_statistics(s, m, fpc=fpc)
+        return standardise(s, stats.mu_out, stats.sigma_out, valid=stats.valid), stats.valid, stats.n_out
+    z = np.full(s.shape, np.nan)
+    valid = np.zeros(s.shape, dtype=bool)
+    n_out = np.zeros(s.shape, dtype=np.int64)
+    parity = np.arange(s.shape[0]) % 2
+    for g in (0, 1):
+        rows, others = parity == g, parity != g
+        if rows.sum() < 2:
+            continue  # one model of this parity: no shadow of its own parity to standardise it with
+        stats = loo_statistics(s[rows], m[rows], fpc=fpc)
+        so, mo = s[others], m[others]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            delta = (so * mo).sum(axis=0) / mo.sum(axis=0) - (so * ~mo).sum(axis=0) / (~mo).sum(axis=0)
+        z[rows] = standardise(s[rows], stats.mu_out, stats.sigma_out, delta[None, :], valid=stats.valid)
+        valid[rows], n_out[rows] = stats.valid, stats.n_out
+    return z, valid, n_out
+
+
 class _NaiveBootstrap:
     """Re-selects the naive global threshold in a bootstrap replicate that weights column x by w[x].
 
@@ -704,7 +745,8 @@ def calibration_report(
     fpc: float = 1.0,
     confidence: float = 0.95,
     n_boot: int = 1000,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
+    direction: str = "known",
 ) -> CalibrationReport:
     """Naive concatenated, post-processed concatenated and mean per-sample TPR at each FPR, with realised FPRs.
 
@@ -715,7 +757,8 @@ def calibration_report(
       OUT scores is flagged all or none, so the realised FPR can lie below α.  TPR over all IN pairs.
     - **pp** — each standardisable pair's score transformed by :func:`standardise` with the leave-one-out
       statistics of the other models (:func:`loo_statistics`), all pooled, threshold Φ⁻¹(1 − α); TPR over the IN
-      pairs, realised FPR over the OUT pairs.  **pp_t** — the same with each pair's Student-t threshold
+      pairs, realised FPR over the OUT pairs.  The sign of each sample's transform follows ``direction``.
+      **pp_t** — the same with each pair's Student-t threshold
       :func:`student_t_threshold` (α, its ``n_out``).
     - **per_sample** — per sample x, the threshold on its own column ``s[:, x]`` chosen like the naive one among its
       OUT models; TPR_x among its IN models; the mean of TPR_x over samples (with an OUT and an IN model), and the
@@ -736,8 +779,16 @@ def calibration_report(
         Of the bootstrap intervals, in (0, 1).
     n_boot : int, default=1000
         Bootstrap replicates, ≥ 0; 0 skips the intervals (they are then NaN).
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or None, default=None
         Draws, for each replicate in turn, the N resampled column indices (``rng.integers(0, N, size=N)``).
+        Needed only when ``n_boot > 0``.
+    direction : {"known", "split"}, default="known"
+        The sign of the post-processing f_x.  ``"known"``: +1 for every sample, the scores' own convention
+        (higher = member; LiRA's statistic has a known direction).  ``"split"``: sign(Δ̂_x) estimated from the
+        models of the other parity: model j's pairs are standardised with the leave-one-out OUT statistics of the
+        models k ≠ j with k ≡ j (mod 2), and their sign is that of μ̂_in − μ̂_out over the models k ≢ j (mod 2),
+        so that the sign is independent of the statistics the threshold uses (about half the OUT shadows each).
+        Never the same shadows for both: that selection raises the realised FPR of samples that do not leak.
 
     Returns
     -------
@@ -748,9 +799,11 @@ def calibration_report(
     ------
     ValueError
         As :func:`loo_statistics`; for an FPR outside (0, 1) or repeated, ``confidence`` outside (0, 1),
-        ``n_boot < 0``; when there is no OUT or no IN pair, or no standardisable OUT or IN pair (e.g. M ≤ 3).
+        ``n_boot < 0``, an unknown ``direction``; when there is no OUT or no IN pair, or no standardisable OUT or IN
+        pair (e.g. M ≤ 3, or M ≤ 5 with ``direction="split"``).
     TypeError
-        For inputs of the wrong type, and if ``rng`` is not a ``numpy.random.Generator``.
+        For inputs of the wrong type, and if ``rng`` is not a ``numpy.random.Generator`` (or None with
+        ``n_boot = 0``).
 
     Warns
     -----
@@ -760,8 +813,10 @@ def calibration_report(
     Notes
     -----
     Guarantee: if each sample's OUT scores are Gaussian and the models are independent, every sample's expected FPR
-    under the pp_t threshold is exactly α (see :func:`student_t_threshold`), and under the pp threshold it tends to
-    α as n_out grows; the naive threshold promises nothing per sample.  The bootstrap resamples samples (columns),
+    under the pp_t threshold is exactly α (see :func:`student_t_threshold`), whether the sample leaks or not, with
+    either ``direction`` (the sign is fixed, or independent of the target's score and of the shadows that
+    standardise it); under the pp threshold it is above α and tends to α as n_out grows; the naive threshold
+    promises nothing per sample.  The bootstrap resamples samples (columns),
     because the pairs of one sample share its distribution and its shadow estimates; the percentile interval
     (Efron & Tibshirani) is asymptotic in N, re-selects every threshold in each replicate, and treats the M models
     as fixed.
@@ -785,7 +840,9 @@ def calibration_report(
     correction = _check_fpc(fpc)
     rho = 1.0 - check_confidence(confidence)
     n_boot = check_int("n_boot", n_boot, low=0)
-    rng = _check_rng(rng)
+    generator = _check_rng(rng) if n_boot > 0 or rng is not None else None
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}.")
     n_models, n_samples = s.shape
     out = ~m
     n_out_pairs, n_in_pairs = int(out.sum()), int(m.sum())
@@ -808,9 +865,7 @@ def calibration_report(
     naive_fp_col = np.stack([(out & (s > t)).sum(axis=0) for t in tau])
 
     # post-processed: standardised with the leave-one-out OUT statistics of the other models
-    stats = loo_statistics(s, m, fpc=correction)
-    valid = stats.valid
-    z = standardise(s, stats.mu_out, stats.sigma_out, stats.delta, valid=valid)
+    z, valid, n_out_pair = _standardised(s, m, correction, direction)
     pp_out, pp_in = valid & out, valid & m
     n_pp_out_col, n_pp_in_col = pp_out.sum(axis=0), pp_in.sum(axis=0)
     n_pp_out, n_pp_in = int(n_pp_out_col.sum()), int(n_pp_in_col.sum())
@@ -821,7 +876,7 @@ def calibration_report(
             f"with distinct scores), got none among {s.size} pairs of {n_models} models."
         )
     z0 = np.where(valid, z, -np.inf)
-    n_loo = np.where(valid, stats.n_out, 2)
+    n_loo = np.where(valid, n_out_pair, 2)
     t_pp = np.array([normal_threshold(float(a)) for a in alphas])
     pp_fp_col = np.stack([(pp_out & (z0 > t)).sum(axis=0) for t in t_pp])
     pp_tp_col = np.stack([(pp_in & (z0 > t)).sum(axis=0) for t in t_pp])
@@ -862,11 +917,11 @@ def calibration_report(
 
     point = {"tpr_naive": tpr_naive, "fpr_naive": fpr_naive, **rates(np.ones(n_samples))}
     intervals: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
-    if n_boot > 0:
+    if n_boot > 0 and generator is not None:  # (a generator is required when n_boot > 0)
         naive = _NaiveBootstrap(s, m, alphas)
         replicates: dict[str, list[NDArray[np.float64]]] = {name: [] for name in point}
         for _ in range(n_boot):
-            w = np.bincount(rng.integers(0, n_samples, size=n_samples), minlength=n_samples)
+            w = np.bincount(generator.integers(0, n_samples, size=n_samples), minlength=n_samples)
             tpr_b, fpr_b = naive(w)
             replicates["tpr_naive"].append(tpr_b)
             replicates["fpr_naive"].append(fpr_b)
@@ -907,8 +962,8 @@ def calibration_report(
         n_in_pairs=n_in_pairs,
         n_pp_out_pairs=n_pp_out,
         n_pp_in_pairs=n_pp_in,
-        n_dropped_pairs=stats.n_dropped_pairs,
-        n_dropped_samples=stats.n_dropped_samples,
+        n_dropped_pairs=int((~valid).sum()),
+        n_dropped_samples=int((~valid.any(axis=0)).sum()),
         n_per_sample_samples=n_eligible,
         n_per_sample_dropped=n_samples - n_eligible,
         n_out_per_sample=n_out_col.astype(np.int64),

@@ -279,7 +279,7 @@ class LiRAGame(Game):
         member = outcome.membership.reshape(m, n)
         confidence = outcome.arrays["confidence"]
         stats = loo_statistics(confidence, member, fpc=float(outcome.arrays["fpc"][0]))
-        z = standardise(confidence, stats.mu_out, stats.sigma_out, stats.delta, valid=stats.valid)
+        z = standardise(confidence, stats.mu_out, stats.sigma_out, valid=stats.valid)  # known direction: IN is higher
         _, naive_tpr, naive_fpr = pooled_roc(outcome.scores, outcome.membership)
         _, pp_tpr, pp_fpr = pooled_roc(z[stats.valid], member[stats.valid])
         return {
