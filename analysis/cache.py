@@ -8,9 +8,11 @@ not store (the failure mode most reported against LeakPro and Privacy Meter, SPE
 
 Storage (``ROOT/v1/<kind>/<key[:2]>/<key>.<ext>``) is Parquet (tables), npz without pickles (arrays) or JSON,
 never a pickle, so a cache directory from elsewhere can hold no code.  Each entry is written to a temporary name
-and renamed into place, then its SHA-256 is written beside it (``<key>.sha256``, the completion marker): a run
-killed at any moment leaves whole entries or none, and a damaged entry (truncated, edited) fails its check, is
-reported with a warning, deleted and treated as a miss, so that it is regenerated.
+and renamed into place, then its marker is written beside it (``<key>.sha256``, the completion marker: the
+payload's SHA-256 and the entry it belongs to, ``<kind>/<key>``): a run killed at any moment leaves whole entries
+or none, and a damaged entry (truncated, edited, its payload missing, or another entry's payload and marker copied
+over it, whose checksum matches but whose marker names the other key) fails its check on read, is reported with a
+warning, deleted and treated as a miss, so that it is regenerated.
 
 This module is in ``analysis/`` because both ``mechanisms/`` and ``attacks/`` use it and may import nothing
 else of ours; it imports nothing of ours itself.
@@ -345,9 +347,11 @@ class ArtefactCache:
             self.misses += 1
             return None
         try:
-            expected = marker.read_text().strip()
+            digest, _, owner = marker.read_text().strip().partition(" ")
+            if owner != f"{kind}/{key}":  # e.g. another entry's payload and marker copied over this one
+                raise ValueError(f"its marker names the entry {owner[:80]!r}, not {kind}/{key}")
             payload = path.read_bytes()
-            if hashlib.sha256(payload).hexdigest() != expected:
+            if hashlib.sha256(payload).hexdigest() != digest:
                 raise ValueError("its SHA-256 does not match")
             value = decode(payload)
         except Exception as exc:  # any damage: report, drop, regenerate
@@ -363,7 +367,9 @@ class ArtefactCache:
         path = self.path(kind, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write_bytes(path, payload)
-        _atomic_write_bytes(path.with_suffix(".sha256"), hashlib.sha256(payload).hexdigest().encode())
+        # the marker names its entry, so that a payload and marker copied over another key's fail on read
+        marker = f"{hashlib.sha256(payload).hexdigest()} {kind}/{key}\n"
+        _atomic_write_bytes(path.with_suffix(".sha256"), marker.encode())
 
     def contains(self, kind: str, key: str) -> bool:
         """Whether a complete entry exists (its integrity is checked only when it is read)."""

@@ -121,6 +121,64 @@ def test_a_damaged_entry_is_reported_deleted_and_missed(tmp_path, damage):
     assert not path.exists() and not cache.contains("table", key)
 
 
+def _put(cache: ArtefactCache, kind: str, key: str, value: int) -> None:
+    if kind == "table":
+        cache.put_table(key, _table().assign(b=value))
+    elif kind == "arrays":
+        cache.put_arrays(key, {"u": np.full(4, value)})
+    else:
+        cache.put_json(key, {"value": value})
+
+
+def _value(cache: ArtefactCache, kind: str, key: str) -> int | None:
+    if kind == "table":
+        table = cache.get_table(key)
+        return None if table is None else int(table["b"].iloc[0])
+    if kind == "arrays":
+        arrays = cache.get_arrays(key)
+        return None if arrays is None else int(arrays["u"][0])
+    value = cache.get_json(key)
+    return None if value is None else int(value["value"])
+
+
+@pytest.mark.parametrize("kind", ["table", "arrays", "json"])
+def test_an_entry_copied_over_another_with_its_marker_is_detected(tmp_path, kind):
+    """Entry A's payload and marker copied over entry B's: the checksum matches the payload, but the marker names
+    A, so B is reported, deleted and missed, never answered with A's artefact."""
+    cache = ArtefactCache(tmp_path)
+    a, b = make_key(x="a"), make_key(x="b")
+    _put(cache, kind, a, 1)
+    _put(cache, kind, b, 2)
+    path_a, path_b = cache.path(kind, a), cache.path(kind, b)
+    path_b.write_bytes(path_a.read_bytes())
+    path_b.with_suffix(".sha256").write_bytes(path_a.with_suffix(".sha256").read_bytes())
+    with pytest.warns(UserWarning, match=rf"corrupted cache entry .*its marker names the entry '{kind}/{a}'"):
+        assert _value(cache, kind, b) is None
+    assert not path_b.exists() and not cache.contains(kind, b)
+    assert _value(cache, kind, a) == 1  # the original is untouched
+
+
+@pytest.mark.parametrize("kind", ["table", "arrays", "json"])
+@pytest.mark.parametrize("damage", ["truncate", "missing", "old-marker"])
+def test_truncated_missing_or_unnamed_payloads_are_missed(tmp_path, kind, damage):
+    cache = ArtefactCache(tmp_path)
+    key = make_key(x="c")
+    _put(cache, kind, key, 3)
+    path = cache.path(kind, key)
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "missing":
+        path.unlink()  # the marker points at nothing
+    else:  # a marker with the checksum alone (no entry named): cannot be told from another entry's
+        marker = path.with_suffix(".sha256")
+        marker.write_text(marker.read_text().split()[0])
+    with pytest.warns(UserWarning, match="corrupted cache entry"):
+        assert _value(cache, kind, key) is None
+    assert not cache.contains(kind, key)
+    _put(cache, kind, key, 3)
+    assert _value(cache, kind, key) == 3
+
+
 def test_an_entry_without_its_marker_is_a_miss(tmp_path):
     cache = ArtefactCache(tmp_path)
     key = make_key(x=3)
