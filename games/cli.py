@@ -214,6 +214,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     problem = writable_directory_problem(args.out)
     if problem is not None:
         raise ValueError(f"{problem}.")
+    from games.store import ResultsStore
+
+    # another experiment's results in --out are refused now, before the analytic ε (a DP-SGD calibration) is computed
+    ResultsStore(args.out).check_open(config.identity, force=args.force, more_repetitions=True)
     cache = None
     if not args.no_cache:
         from analysis.cache import ArtefactCache, default_cache_dir
@@ -346,6 +350,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise ValueError(f"--curves must name a .png or .pdf file, got {args.curves!r}.")
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
     summary, swept = summarise_results(args.results, **trust)
+    if args.curves:  # before anything is written (the table, a note): a game without curves is refused in one line
+        _check_curves(args.results, swept)
+    if args.plot:
+        _check_plot(args.results)
     _report_warnings(args.results)
     table = records_results(args.results, **trust) if args.records else summary
     if not args.records and args.format != "csv":
@@ -385,6 +393,34 @@ def _cmd_report(args: argparse.Namespace) -> int:
         written = plot_ladder(ladder, args.ladder, title=f"{title}\n{context}", truth_label="analytic ε")
         print(f"ladder written to {written}", file=sys.stderr)
     return 0
+
+
+def _check_curves(root: str, swept: Sequence[str]) -> None:
+    """Refuse ``report --curves`` for results whose game draws no per-trial figure (``Game.plot_trial`` not
+    overridden); the results were read (and their plugins imported) by ``summarise_results``."""
+    from games._base import Game
+    from games.config import stored_games
+    from games.store import ResultsStore
+
+    config = ResultsStore(root).manifest().get("config")
+    _, games = stored_games(config if isinstance(config, dict) else {}, tuple(swept))
+    for game in games:
+        if type(game).plot_trial is Game.plot_trial:
+            raise ValueError(f"game {game.name!r} draws no per-trial curves (--curves is for games such as panoramia).")
+
+
+def _check_plot(root: str) -> None:
+    """Refuse ``report --plot`` for a record game that played one of the two games: its figure (each record's
+    model-seeded against its traditional AUC) needs both."""
+    from games.store import ResultsStore
+
+    records = ResultsStore(root).records()
+    if not records.empty and "game" in records.columns and records["game"].nunique() < 2:
+        played = ", ".join(repr(str(g)) for g in records["game"].unique())
+        raise ValueError(
+            f"--plot needs both record games (game 'record'; it draws each record's model-seeded against its "
+            f"traditional AUC), got only {played} rows."
+        )
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -453,6 +489,10 @@ def _cmd_reanalyse(args: argparse.Namespace) -> int:
             data = tomllib.loads(read_config_bytes(args.config).decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"--config {args.config!r} is not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+            raise ValueError(
+                f"--config {args.config!r} must nest its values a few levels deep, not thousands."
+            ) from None
         section = data.get("analysis", data)
         if not isinstance(section, dict) or any(isinstance(v, dict) for k, v in section.items() if k != "threshold"):
             raise ValueError(f"--config {args.config!r} must hold an [analysis] section (or its keys alone).")

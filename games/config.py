@@ -45,6 +45,7 @@ from mechanisms._base import Mechanism
 __all__ = [
     "ANALYSIS_SWEEPS",
     "MAX_GRID_POINTS",
+    "MAX_NESTING",
     "ConfigError",
     "ExperimentConfig",
     "GridPoint",
@@ -63,6 +64,10 @@ _EXPERIMENT_KEYS = ("name", "seed", "repetitions", "plugins", "description")
 #: the most grid points a config may have (a product of long lists would otherwise be built point by point, for
 #: hours, before anything else could refuse it)
 MAX_GRID_POINTS = 100_000
+#: the most levels of tables and lists a config may nest (a section is level 1; PANORAMIA's ``[attack.classifier]``
+#: with a swept list of layer sizes is 4): a deeper config is a mistake or an attack, and would exhaust Python's
+#: recursion limit in the parser or in the copies of its values
+MAX_NESTING = 32
 #: the ``[analysis]`` keys a list sweeps (in this order, innermost last); ``estimators`` takes a list as its value
 ANALYSIS_SWEEPS = ("confidence", "delta")
 
@@ -175,6 +180,12 @@ class ExperimentConfig:
         """SHA-256 of the canonical JSON of :attr:`normalised`: equal for configs that give the same results."""
         return config_hash(self.normalised)
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What a results manifest identifies the experiment by (``config_hash``, ``normalised_config``,
+        ``config``): enough for :meth:`games.store.ResultsStore.check_open` to refuse a directory before any work."""
+        return {"config_hash": self.hash, "normalised_config": self.normalised, "config": dict(self.raw)}
+
 
 def config_hash(data: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of ``data`` (sorted keys, no spaces)."""
@@ -250,6 +261,33 @@ def decode_config(data: bytes, path: str | Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}.") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(
+            f"{path}: tables and lists must be nested at most {MAX_NESTING} levels deep, got a value nested deeper "
+            "than the TOML parser can follow."
+        ) from None
+
+
+def _check_nesting(data: Mapping[str, Any]) -> None:
+    """Refuse tables and lists nested more than :data:`MAX_NESTING` levels deep (walked without recursion: a
+    dotted table header ``[a.b.c...]`` is parsed iteratively, so it can nest thousands of levels).
+
+    Raises
+    ------
+    ConfigError
+        Naming the path to the first value that is too deep.
+    """
+    pending: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while pending:
+        value, where, depth = pending.pop()
+        if isinstance(value, Mapping | list) and depth > MAX_NESTING:
+            raise ConfigError(
+                f"tables and lists must be nested at most {MAX_NESTING} levels deep, got more at {where or 'the top'}."
+            )
+        if isinstance(value, Mapping):
+            pending += [(v, f"{where}.{k}" if where else str(k), depth + 1) for k, v in value.items()]
+        elif isinstance(value, list):
+            pending += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
 
 
 def load_config(path: str | Path, data: bytes | None = None, *, repetitions: int | None = None) -> ExperimentConfig:
@@ -275,11 +313,14 @@ def load_config(path: str | Path, data: bytes | None = None, *, repetitions: int
             experiment["repetitions"] = check_int("--repetitions", repetitions, low=1)
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
-    return parse_config(table)
+    return parse_config(table, repetitions_option=None if repetitions is None else "--repetitions")
 
 
-def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
+def parse_config(data: Mapping[str, Any], *, repetitions_option: str | None = None) -> ExperimentConfig:
     """Validate a config given as a mapping (the parsed TOML); see the module docstring for the schema.
+
+    ``repetitions_option``: the command-line option that set ``[experiment] repetitions``, named in its errors
+    instead of the config key (``privgame run --repetitions``).
 
     Raises
     ------
@@ -287,6 +328,7 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
     """
     if not isinstance(data, Mapping):
         raise ConfigError(f"a config must be a table of sections, got {type(data).__name__}.")
+    _check_nesting(data)
     unknown = [k for k in data if k not in _SECTIONS]
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; allowed sections: {', '.join(_SECTIONS)}.")
@@ -336,7 +378,7 @@ def parse_config(data: Mapping[str, Any]) -> ExperimentConfig:
                 )
             )
 
-    n_repetitions = _repetitions(repetitions, grid)
+    n_repetitions = _repetitions(repetitions, grid, repetitions_option or "[experiment] repetitions")
     problem = memory_problem(grid, len(grid) * n_repetitions)
     if problem is not None:
         raise ConfigError(f"{problem}.")
@@ -459,8 +501,9 @@ def _parse_experiment(section: Mapping[str, Any]) -> tuple[str, int, int | None,
     return name, seed, repetitions, tuple(plugins)
 
 
-def _repetitions(given: int | None, grid: list[GridPoint]) -> int:
-    """The config's repetitions, or the number of trials the game fixes (one per target of a record game)."""
+def _repetitions(given: int | None, grid: list[GridPoint], label: str) -> int:
+    """The config's repetitions, or the number of trials the game fixes (one per target of a record game);
+    ``label`` names where ``given`` came from in an error."""
     fixed = {point.game.trials_per_point() for point in grid} - {None}
     if not fixed:
         return 1 if given is None else given
@@ -472,8 +515,7 @@ def _repetitions(given: int | None, grid: list[GridPoint]) -> int:
     count = int(fixed.pop())  # type: ignore[arg-type]
     if given is not None and given != count:
         raise ConfigError(
-            f"[experiment] repetitions must be omitted or equal the game's {count} targets (one trial per "
-            f"target), got {given}."
+            f"{label} must be omitted or equal the game's {count} targets (one trial per target), got {given}."
         )
     return count
 
@@ -527,7 +569,8 @@ def _parse_analysis(
             settings.append(AnalysisSettings(**fixed, **point))
         except (TypeError, ValueError) as exc:
             where = ", ".join(f"{k} = {v!r}" for k, v in point.items())
-            raise ConfigError(f"[analysis] {exc}" + (f" (in the sweep, at {where})" if where else "")) from None
+            text = str(exc).rstrip(".")
+            raise ConfigError(f"[analysis] {text}" + (f" (in the sweep, at {where})." if where else ".")) from None
     normalised = {  # each swept key's values as the settings normalised them (TOML's 1 as 1.0 ...)
         key: tuple(getattr(settings[i * _stride(sweeps, key)], key) for i in range(len(given)))
         for key, given in sweeps.items()
@@ -547,13 +590,21 @@ def _stride(sweeps: Mapping[str, Sequence[Any]], key: str) -> int:
 
 def _resolve(section: str, registry: Registry[Any], table: Mapping[str, Any]) -> tuple[type, dict[str, Any]]:
     if "name" not in table:
-        raise ConfigError(f"[{section}] name is missing; registered {section}s: {', '.join(registry.names())}.")
+        raise ConfigError(f"[{section}] name is missing; registered {registry.kind}s: {', '.join(registry.names())}.")
     name = table["name"]
     if not isinstance(name, str):
         raise ConfigError(f"[{section}] name must be a string, got {name!r}.")
     try:
         cls = registry.get(name)
     except UnknownNameError as exc:
+        # a component of another kind (an attack as a game's generator, a game as a mechanism): say so
+        others = [r.kind for r in _component_registries().values() if r is not registry and name in r]
+        if others:
+            raise ConfigError(
+                f"[{section}] name must be {'an' if registry.kind[0] in 'aeiou' else 'a'} {registry.kind} (one of "
+                f"{', '.join(registry.names())}), got {name!r}, "
+                f"a registered {' and '.join(others)}."
+            ) from None
         raise ConfigError(f"[{section}] {exc}") from None
     params = {k: v for k, v in table.items() if k != "name"}
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
@@ -675,3 +726,8 @@ def _build(section: str, cls: type, params: Mapping[str, Any]) -> Any:
         return cls(**built)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[{section}] {cls.name}: {exc}") from None  # type: ignore[attr-defined]
+    except RecursionError:  # e.g. a plugin component whose default builds another of itself, without end
+        raise ConfigError(
+            f"[{section}] {cls.name} must be buildable, got a component whose construction recurses without end "  # type: ignore[attr-defined]
+            "(does a default of it build another of itself?)."
+        ) from None

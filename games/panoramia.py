@@ -185,8 +185,8 @@ class PanoramiaGame(Game):
             )
         check_int("thresholds", self.thresholds, low=1, high=100_000)
         o1 = check_int("o1_candidates", self.o1_candidates, low=0, high=size)
-        if o1:
-            check_int("o1_guesses", self.o1_guesses, low=1, high=o1 // 2)
+        # checked without O(1) too (o1_candidates = 0), so that a mistyped value never passes unnoticed
+        check_int("o1_guesses", self.o1_guesses, low=1, high=o1 // 2 if o1 else None)
         if train + o1 + m > size:
             raise ValueError(
                 f"the {self.data} population has {size:,} records: train_size + o1_candidates + m (the real "

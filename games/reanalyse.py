@@ -118,6 +118,13 @@ def reanalyse(
     config, source = reanalysis_config(root, analysis, trust_plugins=trust_plugins)
     if Path(out).resolve() == source.root.resolve():
         raise StoreError(f"--out must differ from the directory reanalysed ({str(source.root)!r}), which is only read.")
+    if source.root.resolve() in Path(out).resolve().parents:
+        raise StoreError(
+            f"--out must be outside the directory reanalysed ({str(source.root)!r}), which is only read, got "
+            f"{str(out)!r}."
+        )
+    # another experiment's directory is refused before any work (a reanalysis never deletes results)
+    ResultsStore(out).check_open(config.identity, remedy="choose another --out (a reanalysis deletes no results)")
     manifest = source.manifest()
     blocks = repetition_blocks(manifest)
     if blocks[-1] != config.repetitions:

@@ -286,7 +286,7 @@ class _RecordGameBase(Game):
             object.__setattr__(self, "columns", tuple(self.columns))
         population = _population(self.data, self.columns)  # checks the columns
         size = len(population)
-        n = check_int("dataset_size", self.dataset_size, low=2)
+        n = check_int("dataset_size", self.dataset_size, low=2, high=size)
         n_aux = check_int("auxiliary_size", self.auxiliary_size, low=n)
         n_eval = check_int("evaluation_size", self.evaluation_size, low=n)
         if n + n_aux + n_eval > size:

@@ -64,6 +64,9 @@ CHECKSUM_COLUMNS = ("sha256_raw", "sha256_records")
 _NPZ_DATE = (1980, 1, 1, 0, 0, 0)  # a fixed timestamp, so the same arrays always give the same bytes
 
 
+_RUN_REMEDY = "use --force to delete them and start over, or choose another --out"
+
+
 class StoreError(ValueError):
     """The results directory cannot be used as asked (another config's results, not a results directory)."""
 
@@ -255,16 +258,9 @@ class ResultsStore:
         """
         store = cls(root)
         path = store.root
-        if path.exists() and not path.is_dir():
-            raise StoreError(f"--out {str(path)!r} exists and is not a directory.")
-        if path.is_dir() and any(path.iterdir()):
-            if (path / _MANIFEST).exists():
-                if force:
-                    store.clear()
-                else:
-                    store.check_same_experiment(manifest)
-            else:
-                store._take_over_half_made(force)
+        store.check_open(manifest, force=force)
+        if path.is_dir() and any(path.iterdir()) and (force or not (path / _MANIFEST).exists()):
+            store.clear()  # another config's results (force), or a half-made directory that check_open let through
         _mkdir(path)
         for stale in path.glob(".*.tmp"):  # left by a run killed while writing
             stale.unlink(missing_ok=True)
@@ -280,7 +276,53 @@ class ResultsStore:
             stale.unlink(missing_ok=True)
         return store
 
-    def check_same_experiment(self, manifest: Mapping[str, Any]) -> None:
+    def check_open(
+        self,
+        manifest: Mapping[str, Any],
+        *,
+        force: bool = False,
+        more_repetitions: bool = False,
+        remedy: str = _RUN_REMEDY,
+    ) -> None:
+        """Raise the :class:`StoreError` that :meth:`open_for_run` would raise for ``manifest``, writing nothing:
+        what a command checks before any work (an analytic ε's calibration, a reanalysis's announcement).
+
+        Parameters
+        ----------
+        manifest : mapping
+            At least ``config_hash``, ``normalised_config`` and ``config`` of the run (see :meth:`open_for_run`).
+        force : bool, default=False
+            As :meth:`open_for_run`.
+        more_repetitions : bool, default=False
+            Also accept this experiment with other repetitions (``privgame run`` adds repetitions, or refuses to
+            drop them, itself).
+        remedy : str
+            What the refusal of another config's results advises (``privgame reanalyse`` has no ``--force``).
+
+        Raises
+        ------
+        StoreError
+            If ``root`` is not a directory, holds another config's results (without ``force``), or is a non-empty
+            directory that is not a privgame results directory.
+        """
+        path = self.root
+        if path.exists() and not path.is_dir():
+            raise StoreError(f"--out {str(path)!r} exists and is not a directory.")
+        if not path.is_dir() or not any(path.iterdir()):
+            return
+        if not (path / _MANIFEST).exists():
+            self._half_made_problem(force)
+        elif not force:
+            if more_repetitions:
+                old = self.manifest().get("normalised_config")
+                new = manifest.get("normalised_config")
+                if isinstance(old, Mapping) and isinstance(new, Mapping):
+                    drop = lambda c: {k: v for k, v in c.items() if k != "repetitions"}  # noqa: E731
+                    if config_hash(drop(old)) == config_hash(drop(new)):
+                        return
+            self.check_same_experiment(manifest, remedy=remedy)
+
+    def check_same_experiment(self, manifest: Mapping[str, Any], *, remedy: str = _RUN_REMEDY) -> None:
         """Refuse (StoreError naming the keys that differ) unless this directory holds ``manifest``'s experiment."""
         old = self.manifest()
         if old.get("config_hash") == manifest["config_hash"]:
@@ -293,10 +335,7 @@ class ResultsStore:
             differences = config_differences(old.get("config", {}), manifest.get("config", {}))
         shown = "; ".join(differences[:6]) + (f"; and {len(differences) - 6} more" if len(differences) > 6 else "")
         what = shown or "the same values, swept in a different order (the grid points are numbered differently)"
-        raise StoreError(
-            f"--out {str(self.root)!r} holds results of a different config ({what}); "
-            "use --force to delete them and start over, or choose another --out."
-        )
+        raise StoreError(f"--out {str(self.root)!r} holds results of a different config ({what}); {remedy}.")
 
     def rewrite_manifest(self, manifest: Mapping[str, Any]) -> None:
         """Replace the manifest (atomically) of a directory whose experiment gains repetitions: its trials stay as
@@ -305,9 +344,9 @@ class ResultsStore:
         text = json.dumps(dict(manifest), indent=2, default=str)
         _atomic_write(self.root / _MANIFEST, lambda p: p.write_text(text))
 
-    def _take_over_half_made(self, force: bool) -> None:
-        """A non-empty directory without a manifest: a half-made results directory is cleared, anything else
-        refused."""
+    def _half_made_problem(self, force: bool) -> None:
+        """A non-empty directory without a manifest: a half-made results directory may be cleared (it holds no
+        trial files, or ``force``); anything else is refused."""
         path = self.root
         ours = set(_OWNED)
         foreign = [p.name for p in path.iterdir() if p.name not in ours and not _is_our_tmp(p.name)]
@@ -322,7 +361,6 @@ class ResultsStore:
                 f"--out {str(path)!r} holds {len(files)} privgame trial files but no {_MANIFEST}, so nothing says "
                 "which config they belong to; use --force to delete them and start over, or choose another --out."
             )
-        self.clear()
 
     def clear(self) -> None:
         """Delete everything a run wrote (and nothing else)."""
