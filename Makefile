@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.privgame-installed
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow lint bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_one_run.py
 	$(BIN)/python benchmarks/bench_estimators.py
+
+bench-quick: $(STAMP)
+	$(BIN)/python benchmarks/smoke.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -9,11 +9,18 @@ therefore lists its public names and where they live, and :func:`attach` gives i
 
 ``"module:name"`` is an attribute of a module, ``"module"`` the (sub)module itself.  The names are also imported
 under ``typing.TYPE_CHECKING`` in the ``__init__``, so type checkers and editors see them as ordinary imports.
+
+No public attribute may share its name with a submodule of the package: importing ``package.sub`` (which any
+module may do) binds the package's attribute ``sub`` to the submodule, over whatever ``__getattr__`` would have
+returned, so ``from mechanisms.dpsgd import train`` once gave the module ``mechanisms.dpsgd.train`` instead of the
+function whenever something had imported that module first.  :func:`attach` refuses such a name when the package
+is imported.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,8 +44,21 @@ def attach(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], An
         ``AttributeError`` for any other name.
     dir : callable
         The package's names, public ones included.
+
+    Raises
+    ------
+    ImportError
+        If a public attribute (``"module:attribute"``) has the name of one of the package's submodules.
     """
     namespace = importlib.import_module(package).__dict__
+    submodules = {info.name for info in pkgutil.iter_modules(namespace.get("__path__", []))}
+    shadowed = sorted(name for name, target in exports.items() if name in submodules and ":" in target)
+    if shadowed:
+        raise ImportError(
+            f"{package} exports {', '.join(map(repr, shadowed))}, the name of a submodule: importing the submodule "
+            "would rebind the package attribute to it; rename the submodule or the export."
+        )
+    namespace["_LAZY_EXPORTS"] = dict(exports)
 
     def __getattr__(name: str) -> Any:
         target = exports.get(name)

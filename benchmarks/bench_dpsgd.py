@@ -10,7 +10,7 @@ continuous columns and 8 one-hot categorical groups, 102 columns; synthetic rand
 with Poisson sampling:
 
 * ``plain``: non-private SGD, ``torch.optim.SGD`` on the summed loss divided by qN;
-* ``privgame``: :func:`mechanisms.dpsgd.train` (ghost norms, one forward and one backward pass);
+* ``privgame``: :func:`mechanisms.dpsgd.sgd.train` (ghost norms, one forward and one backward pass);
 * ``opacus``: Opacus ``PrivacyEngine.make_private(..., poisson_sampling=True)`` with its default hooks
   (``grad_sample_mode="hooks"``: per-sample gradients materialised);
 * ``opacus_ghost``: the same with ``grad_sample_mode="ghost"`` and its ``DPLossFastGradientClipping`` criterion
@@ -65,6 +65,8 @@ from mechanisms.dpsgd import DPSGDConfig, make_generator, mlp, resolve_device, t
 LARGE = (108, 256, 256, 2)
 SMALL = (64, 32, 10)
 ADULT_N = 30_000
+QUICK_N = 2_560  # --quick: 10 steps per epoch (a smoke test that the benchmark runs, in seconds)
+QUICK_K = 4  # --quick: ensembles of 4 models
 ADULT_CATEGORIES = (9, 16, 7, 15, 6, 5, 2, 42)  # workclass, education, …, native-country: 102 one-hot columns
 ADULT_CONTINUOUS = 6
 SIGMA, CLIP, LR = 1.0, 1.0, 0.1
@@ -327,7 +329,12 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions (1 per group) for a smoke run")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a smoke run: 1 repetition per group, N = {QUICK_N} rows for the large MLP, K = {QUICK_K} (its ratios "
+        "are not the targets')",
+    )
     parser.add_argument("--repeats", type=int, default=None, help="rounds per group (default 5, ensembles 3)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -343,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         opacus_version = None
 
     monitor = CpuMonitor()
-    large = Task(*adult_like(ADULT_N, device), LARGE, 256, device)
+    large = Task(*adult_like(QUICK_N if args.quick else ADULT_N, device), LARGE, 256, device)
     small = Task(*digits(device), SMALL, 64, device)
     print(f"device {_device_label(device)}, torch {torch.__version__}, opacus {opacus_version or 'absent'}")
     print(
@@ -371,17 +378,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         if name in t:
             print(f"  {label:<26} {t[name]:8.3f} s/epoch  ({t[name] / dp:6.2f}x privgame)")
 
+    k = QUICK_K if args.quick else K
     ens: dict[str, dict[str, float]] = {}
     for key, task in (("small", small), ("large", large)):
         sizes = " → ".join(map(str, task.sizes))
         print(
-            f"ensemble, MLP {sizes}: N = {task.n}, batch {task.batch}, {task.steps} steps, K = {K}; "
+            f"ensemble, MLP {sizes}: N = {task.n}, batch {task.batch}, {task.steps} steps, K = {k}; "
             f"median of {ens_repeats}"
         )
         e = time_side_by_side(
             {
-                "ensemble": functools.partial(task.ensemble, k=K),
-                "sequential": functools.partial(task.sequential, k=K),
+                "ensemble": functools.partial(task.ensemble, k=k),
+                "sequential": functools.partial(task.sequential, k=k),
             },
             ens_repeats,
             device,
@@ -389,8 +397,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         ens[key] = e
         print(
-            f"  train_ensemble (K = {K}) {e['ensemble']:8.3f} s ({e['ensemble'] / K * 1e3:7.2f} ms per model); "
-            f"{K} x train {e['sequential']:8.3f} s ({e['sequential'] / K * 1e3:7.2f} ms per model); "
+            f"  train_ensemble (K = {k}) {e['ensemble']:8.3f} s ({e['ensemble'] / k * 1e3:7.2f} ms per model); "
+            f"{k} x train {e['sequential']:8.3f} s ({e['sequential'] / k * 1e3:7.2f} ms per model); "
             f"speed-up {e['sequential'] / e['ensemble']:.2f}x"
         )
 
@@ -404,6 +412,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "device": _device_label(device),
         "torch": torch.__version__,
         "opacus": opacus_version,
+        "quick": args.quick,
         "repeats": repeats,
         "ensemble_repeats": ens_repeats,
         "seconds": {name: round(v, 4) for name, v in t.items()}

@@ -29,7 +29,7 @@ Clipping (``mechanisms.dpsgd.clipping``)::
     cross_entropy(output, target) -> (B,) per-example losses   # the default loss_fn (no reduction!)
     trainable_parameters(model) -> [(name, parameter)]
 
-Training (``mechanisms.dpsgd.train``)::
+Training (``mechanisms.dpsgd.sgd``)::
 
     DPSGDConfig(sampling_rate, noise_multiplier, clip_norm, steps, learning_rate, momentum=0.0,
                 weight_decay=0.0, device="auto")       # frozen, validated; .privacy_claim(), .expected_batch_size(N)
@@ -90,7 +90,7 @@ if TYPE_CHECKING:
     )
     from mechanisms.dpsgd.devices import make_generator, resolve_device
     from mechanisms.dpsgd.models import digits_cnn, init_parameters, logistic_regression, mlp
-    from mechanisms.dpsgd.train import (
+    from mechanisms.dpsgd.sgd import (
         DPSGDConfig,
         EnsembleCallback,
         StepCallback,
@@ -123,7 +123,7 @@ _MODULES = {
     "clipping": ("GhostClipper", "LossFn", "clipped_gradient_sum", "cross_entropy", "trainable_parameters"),
     "devices": ("make_generator", "resolve_device"),
     "models": ("digits_cnn", "init_parameters", "logistic_regression", "mlp"),
-    "train": ("DPSGDConfig", "EnsembleCallback", "StepCallback", "poisson_mask", "train", "train_ensemble"),
+    "sgd": ("DPSGDConfig", "EnsembleCallback", "StepCallback", "poisson_mask", "train", "train_ensemble"),
 }
 __getattr__, __dir__ = attach(
     __name__, {name: f"mechanisms.dpsgd.{module}:{name}" for module, names in _MODULES.items() for name in names}

@@ -90,7 +90,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
         return self.release_runs([as_canary_data("data", data)], rngs=[rng])[0]
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[CanaryModelRelease]:
-        """K independent releases trained at once (:func:`mechanisms.dpsgd.train.train_ensemble`), each equal to
+        """K independent releases trained at once (:func:`mechanisms.dpsgd.sgd.train_ensemble`), each equal to
         ``release(d, rng=r)`` up to the rounding of batched float32 products.
 
         Raises

@@ -13,7 +13,7 @@ import torch
 from mechanisms.dpsgd.devices import resolve_device
 from mechanisms.dpsgd.models import mlp
 from mechanisms.dpsgd.parameters import DPSGDParameters
-from mechanisms.dpsgd.train import train_ensemble
+from mechanisms.dpsgd.sgd import train_ensemble
 from mechanisms.training.data import TrainingData
 from mechanisms.training.models import TrainedModel, check_device, torch_generators
 from mechanisms.training.network import network_release
@@ -45,7 +45,7 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     Neighbouring relation: add/remove one training record; analytic claim: DP-SGD with (q, σ, T) from
     ``dp_accounting`` (PLD).  The divisor qN uses the PUBLIC training-set size (``TrainingData.size``, which the
     games set to the dataset size n, also in a world with n − 1 records), never the realised count.  K releases
-    on one pool train in one batched pass (:func:`mechanisms.dpsgd.train.train_ensemble` with a (K, N) mask), each
+    on one pool train in one batched pass (:func:`mechanisms.dpsgd.sgd.train_ensemble` with a (K, N) mask), each
     equal to its own training.
     """
 

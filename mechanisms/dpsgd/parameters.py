@@ -8,7 +8,7 @@ from typing import cast
 from analysis._checks import check_int, check_real
 from analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier, sampled_probability
 from mechanisms._base import Mechanism
-from mechanisms.dpsgd.train import DPSGDConfig
+from mechanisms.dpsgd.sgd import DPSGDConfig
 
 __all__ = ["DPSGDParameters"]
 

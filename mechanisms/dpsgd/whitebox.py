@@ -28,7 +28,7 @@ from mechanisms.dpsgd.clipping import trainable_parameters
 from mechanisms.dpsgd.devices import make_generator
 from mechanisms.dpsgd.models import logistic_regression, mlp
 from mechanisms.dpsgd.parameters import DPSGDParameters
-from mechanisms.dpsgd.train import poisson_mask, train, train_ensemble
+from mechanisms.dpsgd.sgd import poisson_mask, train, train_ensemble
 from mechanisms.training.canaries import CanaryMechanism, as_canary_data, stack_canary_runs
 from mechanisms.training.data import TrainingData
 
