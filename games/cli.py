@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -42,6 +43,12 @@ EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # argparse takes "-1e-05" (a negative number in exponent form) for an option, so `--delta -1e-5` read
+        # "expected at least one argument" instead of reaching the check that names the rule
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|nan)$")
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"privgame: error: {message}\n")
 

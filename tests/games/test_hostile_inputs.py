@@ -583,3 +583,30 @@ def test_report_plot_of_one_record_game_writes_nothing(tmp_path, capsys):
     assert not table.exists() and not (tmp_path / "p.png").exists()
     assert main(["report", str(out), "--curves", str(tmp_path / "c.png")]) == 2
     assert "game 'record-model-seeded' draws no per-trial curves" in _one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--delta", "-1e-5", "[analysis] delta must be in [0, 1), got -1e-05."),  # argparse took it for an option
+        ("--delta", "-0.5", "[analysis] delta must be in [0, 1), got -0.5."),
+        ("--delta", "1", "[analysis] delta must be in [0, 1), got 1.0."),
+        ("--confidence", "-inf", "[analysis] confidence must be in (0, 1), got -inf."),
+    ],
+)
+def test_reanalyse_negative_values_reach_the_check(finished, capsys, tmp_path, option, value, message):
+    out, _ = finished
+    target = tmp_path / "re"
+    assert main(["reanalyse", str(out), "--out", str(target), option, value]) == 2
+    assert message in _one_line(capsys.readouterr().err)
+    assert not target.exists()
+
+
+def test_reanalyse_config_nested_thousands_deep_is_one_line(finished, capsys, tmp_path):
+    out, _ = finished
+    settings = tmp_path / "analysis.toml"
+    settings.write_text("[analysis]\nconfidence = " + "[" * 5000 + "0.9" + "]" * 5000 + "\n")
+    target = tmp_path / "re"
+    assert main(["reanalyse", str(out), "--out", str(target), "--config", str(settings)]) == 2
+    assert "must nest its values a few levels deep, not thousands" in _one_line(capsys.readouterr().err)
+    assert not target.exists()
