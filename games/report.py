@@ -9,6 +9,7 @@ summarises its own trials, so a plugin is needed only when the game itself comes
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,17 @@ def _manifest_plugins(manifest: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(p) for p in named) if isinstance(named, list) else ()
 
 
+def _plugin_hint(named: Sequence[str]) -> str:
+    """What to tell a reader whose results fail where the manifest's plugins, not imported, may be needed."""
+    missing = [p for p in named if p not in sys.modules]
+    if not missing:
+        return ""
+    return (
+        f"; its manifest names the plugins {', '.join(map(repr, missing))}, not imported because importing runs "
+        "their code: pass --trust-plugins to import them, or --plugins MODULE ... to import modules you trust"
+    )
+
+
 def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -> _Stored:
     store = ResultsStore(root)
     manifest = store.manifest()
@@ -70,7 +82,9 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -
     try:
         analyses, games = stored_games(config, swept)
     except ConfigError as exc:
-        raise StoreError(f"{root}/manifest.json: {exc}") from None
+        hint = _plugin_hint(named)
+        message = f"{str(exc).rstrip('.')}{hint}." if hint else str(exc)
+        raise StoreError(f"{root}/manifest.json: {message}") from None
     grid = manifest.get("grid")
     if not isinstance(grid, list) or len(grid) != len(games):
         size = len(grid) if isinstance(grid, list) else grid
@@ -133,7 +147,18 @@ def summarise_results(
     records = []
     for g in sorted({int(g) for g in rows["grid_point"].unique()} | set(failed)):
         part = rows[rows["grid_point"] == g]
-        summary = stored.games[g].summarise(part, stored.analyses[g], stored.store.load_outcome) if len(part) else {}
+        try:
+            summary = (
+                stored.games[g].summarise(part, stored.analyses[g], stored.store.load_outcome) if len(part) else {}
+            )
+        except (StoreError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a plugin's registration the summary needs, when the plugins were not imported
+            hint = _plugin_hint(_manifest_plugins(stored.manifest))
+            if not hint:
+                raise
+            error = f"{type(exc).__name__}: {str(exc).rstrip('.')}"
+            raise StoreError(f"{root!r}: summarising grid point {g} failed ({error}){hint}.") from None
         point = stored.manifest["grid"][g]
         records.append(
             {

@@ -48,7 +48,7 @@ from tqdm.auto import tqdm
 from analysis.cache import ArtefactCache
 from games._base import AnalysisSettings, TrialContext, TrialOutcome
 from games._text import printable
-from games.config import ExperimentConfig, GridPoint, config_hash
+from games.config import ConfigError, ExperimentConfig, GridPoint, config_hash, import_plugins
 from games.resources import check_n_jobs, writable_directory_problem
 from games.store import FORMAT_VERSION, ResultsStore, StoreError, describe_trials
 
@@ -319,23 +319,50 @@ def _failed(point: GridPoint, trial: Trial, error: str, trace: str, seconds: flo
     return _Attempt(trial.index, failure=failure)
 
 
-def _worker_lost(job: tuple[Any, ...], exc: BaseException, what: str) -> _Attempt:
-    """The failure records of a job whose worker process died under it (``what`` says how often / where): its
-    trial's and its siblings'."""
-    error = (
-        f"the worker process playing this trial died {what} (killed from outside, or out of memory): "
-        f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-    )
+def _job_failed(job: tuple[Any, ...], error: str, exc: BaseException) -> _Attempt:
+    """The failure records of a job that never played: its trial's and its siblings'."""
     trace = "".join(traceback.format_exception(exc))
     failed = [_failed(p, t, error, trace, 0.0) for p, t, *_ in ((job[0], job[1]), *job[6])]
     return dataclasses.replace(failed[0], siblings=tuple(failed[1:]))
 
 
+def _worker_lost(job: tuple[Any, ...], exc: BaseException, what: str) -> _Attempt:
+    """The failure records of a job whose worker process died under it (``what`` says how often / where)."""
+    error = (
+        f"the worker process playing this trial died {what} (killed from outside, or out of memory): "
+        f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    )
+    return _job_failed(job, error, exc)
+
+
+def _worker_attempt(plugins: tuple[str, ...], *job: Any) -> _Attempt:
+    """:func:`_attempt` in a worker process (loky or Dask), after importing the config's plugins there.
+
+    Unpickling a trial imports only the modules its components' classes live in; a plugin whose effect is a
+    registration (a data set, a patched table, a component another module names) would be missing in a worker and
+    present in the parent.  The imports are cached per process, so only a worker's first trial pays for them.  A
+    plugin that cannot be imported in the worker fails the job's trials with the reason (as in the parent).
+    """
+    try:
+        import_plugins(plugins, source="[experiment] plugins (in a worker)")
+    except ConfigError as exc:
+        return _job_failed(job, str(exc), exc)
+    return _attempt(*job)
+
+
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
+def _init_worker(parent: int, plugins: tuple[str, ...]) -> None:
+    """Loky worker initializer: :func:`_end_with_parent`, then the config's plugins imported before any trial
+    (a plugin that cannot be imported here fails each trial with the reason, from :func:`_worker_attempt`)."""
+    _end_with_parent(parent)
+    with contextlib.suppress(ConfigError):
+        import_plugins(plugins, source="[experiment] plugins (in a worker)")
+
+
 def _end_with_parent(parent: int) -> None:
-    """Loky worker initializer: end this worker when ``parent`` (the run's process) dies, SIGKILL included.
+    """End this worker when ``parent`` (the run's process) dies, SIGKILL included.
 
     On Linux the kernel does it (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); elsewhere a daemon thread polls
     ``os.getppid()``.  Either way a parent that died before this ran is caught by the first check.
@@ -691,7 +718,9 @@ def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult) -> Non
             return
 
 
-def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnResult) -> None:
+def _run_local(
+    jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnResult, plugins: tuple[str, ...] = ()
+) -> None:
     """Run ``jobs`` in the parent and, once that has taken a while, on ``n_workers`` loky processes too.
 
     Which process plays a trial never changes its numbers (each trial has its own seed), so this only decides
@@ -716,8 +745,8 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
         return get_reusable_executor(
             max_workers=n_workers,
             timeout=300,
-            initializer=_end_with_parent,
-            initargs=(os.getpid(),),
+            initializer=_init_worker,
+            initargs=(os.getpid(), plugins),
             env=_worker_env(n_workers),
         )
 
@@ -738,7 +767,7 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
                 with lock:
                     while queue and len(in_flight) < 2 * n_workers:
                         job = queue.popleft()
-                        in_flight[executor.submit(_attempt, *job)] = job
+                        in_flight[executor.submit(_worker_attempt, plugins, *job)] = job
                 if not in_flight:
                     return
                 done, _ = wait(set(in_flight), timeout=0.2, return_when=FIRST_COMPLETED)
@@ -801,7 +830,13 @@ def _run_local(jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnRe
         feeder.join(timeout=30)
 
 
-def _run_dask(jobs: Sequence[tuple[Any, ...]], dask: DaskScheduler, n_workers: int, on_result: _OnResult) -> None:
+def _run_dask(
+    jobs: Sequence[tuple[Any, ...]],
+    dask: DaskScheduler,
+    n_workers: int,
+    on_result: _OnResult,
+    plugins: tuple[str, ...] = (),
+) -> None:
     """Submit every trial to the Dask scheduler at once and store each as it finishes.
 
     Straight through ``distributed`` rather than joblib's ``dask`` backend, which runs every trial in the client
@@ -814,7 +849,8 @@ def _run_dask(jobs: Sequence[tuple[Any, ...]], dask: DaskScheduler, n_workers: i
     with _backend(dask, n_workers) as client:
         run = uuid.uuid4().hex[:8]
         futures = [
-            client.submit(_attempt, *job, key=f"privgame-trial-{job[1].index:06d}-{run}", pure=False) for job in jobs
+            client.submit(_worker_attempt, plugins, *job, key=f"privgame-trial-{job[1].index:06d}-{run}", pure=False)
+            for job in jobs
         ]
         try:
             killed_worker = _distributed().KilledWorker
@@ -1010,11 +1046,11 @@ def run_experiment(
         with bar, runs_bar:
             if dask is not None:
                 if jobs:
-                    _run_dask(jobs, dask, workers, on_result)
+                    _run_dask(jobs, dask, workers, on_result, config.plugins)
             elif workers == 1 or len(jobs) <= 1:
                 _run_in_parent(jobs, on_result)
             else:
-                _run_local(jobs, workers, on_result)
+                _run_local(jobs, workers, on_result, config.plugins)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             store.write_results()

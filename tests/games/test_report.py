@@ -210,3 +210,45 @@ def test_stored_games_errors(write_config):
         stored_games({"experiment": {}}, [])
     with pytest.raises(ConfigError, match=r"\[game\] one-run: "):
         stored_games({**raw, "game": {**raw["game"], "k_pos": -1}}, ["mechanism.epsilon"])
+
+
+# A game whose summary needs a registration made by a second, side-effect-only plugin (pg_side_registration).
+NEEDY_GAME = """
+NEEDED: dict = {}
+
+
+@dataclass(frozen=True, slots=True)
+class NeedyGame(OneRunGame):
+    name: ClassVar[str] = "test-plugin-one-run"
+
+    def summarise(self, rows, settings, load_outcome):
+        NEEDED["registered"]  # what pg_side_registration adds when imported
+        return OneRunGame.summarise(self, rows, settings, load_outcome)
+
+
+GAMES.register(NeedyGame)
+"""
+
+
+def test_report_failing_for_want_of_a_manifest_plugin_names_both_options(plugin, tmp_path, write_config, capsys):
+    """The game's plugin is imported with --plugins, but its summary needs what the manifest's other plugin (a
+    side-effect-only one) registers: the one line names that plugin, --trust-plugins and --plugins."""
+    name, marker = plugin("pg_needy_game", GAME.replace("GAMES.register(PluginGame)", "") + NEEDY_GAME)
+    (tmp_path / "pg_side_registration.py").write_text(f"import {name}\n{name}.NEEDED['registered'] = True\n")
+    config = write_config(
+        {"experiment": {"plugins": [name, "pg_side_registration"]}, "game": {"name": "test-plugin-one-run"}}
+    )
+    out = _run(config, tmp_path / "out")
+    _forget(name, marker)
+    sys.modules.pop("pg_side_registration", None)
+    capsys.readouterr()
+    try:
+        assert main(["report", str(out), "--plugins", name]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("privgame: error: ")
+        for part in ("'pg_side_registration'", "--trust-plugins", "--plugins MODULE", "KeyError"):
+            assert part in err, err
+        assert f"'{name}'" not in err.split("names the plugins")[1]  # the one imported is not listed as missing
+        assert main(["report", str(out), "--format", "csv", "--trust-plugins"]) == 0
+    finally:
+        sys.modules.pop("pg_side_registration", None)

@@ -495,3 +495,56 @@ def test_a_trial_that_kills_its_worker_is_recorded_and_the_run_goes_on(write_con
     resumed = _run(path, out, n_jobs=2)
     assert resumed.done() == set(range(8))
     _assert_same(resumed, _run(path, tmp_path / "clean", n_jobs=1))
+
+
+@pytest.fixture
+def _forget_marked_plugins():
+    yield
+    for module in ("marked_mechanisms", "marking_plugin"):
+        sys.modules.pop(module, None)
+    if "test-marked" in MECHANISMS:
+        MECHANISMS.unregister("test-marked")
+
+
+def test_every_worker_imports_the_configs_plugins(write_config, tmp_path, monkeypatch, _forget_marked_plugins):
+    """A side-effect-only plugin (it registers nothing; its import sets a flag another plugin's mechanism needs)
+    is imported in every loky worker before its first trial: unpickling a trial imports only the mechanism's own
+    module, so before the fix every trial the workers played failed."""
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor(max_workers=1).shutdown(wait=True, kill_workers=True)  # no worker left by other tests
+    log = tmp_path / "pids"
+    path = write_config(
+        {
+            "experiment": {"plugins": ["marked_mechanisms", "marking_plugin"], "repetitions": 4},
+            "mechanism": {"name": "test-marked", "log": str(log)},
+        }
+    )
+    monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)  # the workers play every trial
+    store = _run(path, tmp_path / "out", n_jobs=2)
+    assert store.done() == set(range(8))
+    pids = _players(log)
+    assert pids and str(os.getpid()) not in pids
+
+
+def test_a_plugin_a_worker_cannot_import_fails_its_trials_with_the_reason(tmp_path):
+    """In a worker, a plugin that does not import fails each of the job's trials with the import error."""
+    job = _jobs_of_a_tiny_config(tmp_path)[0]
+    attempt = runner._worker_attempt(("no_such_plugin_module_xyz",), *job)
+    assert attempt.failure is not None
+    assert "cannot import 'no_such_plugin_module_xyz'" in attempt.failure["error"]
+    assert "(in a worker)" in attempt.failure["error"]
+
+
+def _jobs_of_a_tiny_config(tmp_path):
+    from games.config import parse_config
+
+    config = parse_config(
+        {
+            "experiment": {"name": "tiny", "seed": 1, "repetitions": 1},
+            "game": {"name": "one-run", "m": 100, "k_pos": 10, "k_neg": 10},
+            "mechanism": {"name": "randomized-response", "epsilon": 1.0},
+            "attack": {"name": "identity"},
+        }
+    )
+    return runner._jobs(config, runner.plan_trials(config), [1.0] * len(config.grid), None, None)

@@ -398,3 +398,33 @@ def test_a_trial_that_kills_every_worker_is_recorded_as_failed(write_config, tmp
     if "test-faulty" in MECHANISMS:
         MECHANISMS.unregister("test-faulty")
     sys.modules.pop("faulty_mechanisms", None)
+
+
+@pytest.mark.slow
+def test_every_dask_worker_imports_the_configs_plugins(write_config, tmp_path, monkeypatch):
+    """A side-effect-only plugin (``marking_plugin``: it registers nothing, it sets the flag ``test-marked``
+    needs) is imported on each Dask worker before its trials: unpickling a trial imports only the mechanism's own
+    module.  Every trial is played by a worker process, none by the client."""
+    plugins = Path(__file__).parent / "plugins"
+    monkeypatch.syspath_prepend(str(plugins))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]))
+    log = tmp_path / "pids"
+    config = write_config(
+        {
+            "experiment": {"plugins": ["marked_mechanisms", "marking_plugin"], "repetitions": 3},
+            "mechanism": {"name": "test-marked", "log": str(log)},
+        }
+    )
+    try:
+        with _cluster(tmp_path, 2) as cluster:
+            args = ["run", str(config), "--out", str(tmp_path / "dask"), "--no-progress"]
+            assert main([*args, "--dask-scheduler", cluster.address]) == 0
+            workers = {w.pid for w in cluster.workers}
+        players = {int(line) for line in log.read_text().split()}
+        assert players and players <= workers
+        assert ResultsStore(tmp_path / "dask").done() == set(range(6))
+    finally:
+        for module in ("marked_mechanisms", "marking_plugin"):
+            sys.modules.pop(module, None)
+        if "test-marked" in MECHANISMS:
+            MECHANISMS.unregister("test-marked")
