@@ -344,13 +344,26 @@ class LiRA(Attack):
         OUT scores): 4 with a fixed variance, 6 with per-example variance."""
         return 4 if self.fix_variance else 6
 
-    def leave_one_out(self, scores: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float) -> Any:
+    def leave_one_out(self, scores: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float | None = None) -> Any:
         """The efficient evaluation's (M, N) LiRA scores and their ``valid`` mask (:func:`leave_one_out_fits`).
 
-        ``fpc`` is the factor 1 − N/N₊ of the game's pool; applied only when the attack's ``fpc`` is set.
+        ``fpc`` is the factor 1 − N/N₊ of the game's pool, which divides the variances: required when the attack
+        was built with ``fpc=True``, refused when it was not (it would otherwise be silently ignored).
+
+        Raises
+        ------
+        ValueError
+            If ``fpc`` is given to an attack built with ``fpc=False``, or missing for one built with ``fpc=True``.
         """
+        if self.fpc and fpc is None:
+            raise ValueError("fpc must be given (the pool's 1 − N/N₊) to a LiRA attack built with fpc=True.")
+        if not self.fpc and fpc is not None:
+            raise ValueError(
+                f"fpc must be left out for a LiRA attack built with fpc=False (it would not be applied), got {fpc!r}; "
+                "build LiRA(fpc=True) to apply it."
+            )
         fits = leave_one_out_fits(
-            scores, member, online=self.online, fix_variance=self.fix_variance, fpc=fpc if self.fpc else 1.0
+            scores, member, online=self.online, fix_variance=self.fix_variance, fpc=1.0 if fpc is None else fpc
         )
         return lira_scores(scores, fits, online=self.online, offline_test=self.offline_test), fits
 

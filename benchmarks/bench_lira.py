@@ -106,7 +106,7 @@ def main() -> None:
     start = time.perf_counter()
     logits = [r.logits(x) for r in releases]
     confidence = np.stack([r.confidence_from_logits(z, y) for r, z in zip(releases, logits, strict=True)])
-    scores, fits = LiRA().leave_one_out(confidence, masks, fpc=0.5)
+    scores, fits = LiRA().leave_one_out(confidence, masks)
     scoring_seconds = time.perf_counter() - start
     assert np.isfinite(scores).all() and bool(np.all(fits.valid))
     correct = np.stack([z.argmax(axis=1) == y for z in logits])

@@ -194,7 +194,7 @@ class LiRAGame(Game):
                 correct = logits.argmax(axis=1) == y
                 accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
         fpc = 1.0 - train / self.pool_size
-        scores, fits = attack.leave_one_out(confidence, masks, fpc=fpc)
+        scores, fits = attack.leave_one_out(confidence, masks, fpc=fpc if attack.fpc else None)
         return TrialOutcome(
             scores=scores.ravel(),
             membership=masks.ravel(),

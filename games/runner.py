@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -157,9 +158,10 @@ def analytic_epsilon(point: GridPoint, delta: float | None = None, claim: Any = 
 def analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
     """Every grid point's analytic ε at its δ, under its own progress line: this step calibrates what mechanisms
     derive from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
+    calibrates = any(getattr(point.mechanism, "derives_parameters", bool)() for point in config.grid)
     with tqdm(  # closed (its line cleared) before an error is printed, too
         total=len(config.grid),
-        desc="analytic ε (σ calibration)",
+        desc="analytic ε (σ calibration)" if calibrates else "analytic ε",
         unit="point",
         disable=not progress,
         file=sys.stderr,
@@ -229,6 +231,8 @@ class _Attempt:
     records: list[dict[str, Any]] | None = None
     failure: dict[str, Any] | None = None
     siblings: tuple[_Attempt, ...] = ()
+    #: the warnings the trial's code issued: (category, message, filename, line), each distinct one once
+    warned: tuple[tuple[type[Warning], str, str, int], ...] = ()
 
     def each(self) -> tuple[_Attempt, ...]:
         """This trial's attempt and its siblings'."""
@@ -262,8 +266,20 @@ def _attempt(
     """
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _play_and_analyse(point, trial, settings, epsilon, cache, progress_path, siblings)
+    # the trial's warnings go back with its result, so that the parent shows each once per run, whichever
+    # processes played the trials (each worker printed its own copy of the same warning before)
+    with warnings.catch_warnings(record=True) as caught, threadpool_limits(limits=1, user_api="blas"):
+        attempt = _play_and_analyse(point, trial, settings, epsilon, cache, progress_path, siblings)
+    warned = {(w.category, str(w.message), str(w.filename), int(w.lineno)): None for w in caught}
+    return dataclasses.replace(attempt, warned=tuple(warned)) if warned else attempt
+
+
+def _relay_warnings(attempt: _Attempt, seen: set[tuple[Any, ...]]) -> None:
+    """Issue, in the parent, each warning of ``attempt`` that no earlier trial of the run issued."""
+    for category, message, filename, lineno in attempt.warned:
+        if (category, message) not in seen:
+            seen.add((category, message))
+            warnings.warn_explicit(message, category, filename, lineno)
 
 
 def _play_and_analyse(
@@ -1027,7 +1043,10 @@ def run_experiment(
     runs_bar = _RunsBar(store, per_trial, [job[1] for job in jobs], progress)
     failed: list[int] = []
 
+    warned: set[tuple[Any, ...]] = set()
+
     def on_result(attempt: _Attempt) -> bool:
+        _relay_warnings(attempt, warned)
         for one in attempt.each():
             if one.failure is None:
                 assert one.row is not None and one.outcome is not None  # set together by _attempt

@@ -85,9 +85,14 @@ class Mechanism(ABC):
 
         The runner computes them in the parent before any trial, beside the analytic ε, and stores them per grid
         point in the results manifest (``derived``), where ``privgame report`` reads them: a report never
-        recomputes them.
+        recomputes them.  Override :meth:`derives_parameters` too.
         """
         return {}
+
+    def derives_parameters(self) -> bool:
+        """Whether :meth:`derived_parameters` computes anything for these parameters (DP-SGD: when σ is
+        calibrated from ``epsilon``).  The runner's progress line names the calibration only when one does."""
+        return False
 
 
 def check_runs(data: Sequence[Any], rngs: Sequence[np.random.Generator]) -> None:

@@ -86,6 +86,10 @@ class DPSGDParameters(Mechanism):
             return sigma
         return self._sigma
 
+    def derives_parameters(self) -> bool:
+        """True when σ is calibrated from ``epsilon`` (``noise_multiplier`` given: nothing to derive)."""
+        return self.epsilon is not None
+
     def derived_parameters(self) -> dict[str, float]:
         """``{"sigma": σ}`` when σ is calibrated from ``epsilon`` (calibrating it now, if not done yet)."""
         return {} if self.epsilon is None else {"sigma": self.sigma}

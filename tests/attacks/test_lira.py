@@ -312,7 +312,7 @@ def test_attack_leave_one_out_applies_fpc_only_when_asked():
     rng = np.random.default_rng(5)
     scores = rng.normal(size=(10, 6))
     member = rng.random((10, 6)) < 0.5
-    plain, fits = LiRA().leave_one_out(scores, member, fpc=0.5)
+    plain, fits = LiRA().leave_one_out(scores, member)
     np.testing.assert_array_equal(fits.sigma_in, leave_one_out_fits(scores, member).sigma_in)
     np.testing.assert_array_equal(plain, lira_scores(scores, fits))
     corrected, cfits = LiRA(fpc=True, online=False, offline_test="density").leave_one_out(scores, member, fpc=0.5)
@@ -320,6 +320,16 @@ def test_attack_leave_one_out_applies_fpc_only_when_asked():
     np.testing.assert_array_equal(cfits.sigma_out, want.sigma_out)
     np.testing.assert_array_equal(corrected, lira_scores(scores, want, online=False, offline_test="density"))
     assert LiRA().min_models() == 6 and LiRA(fix_variance=True).min_models() == 4
+
+
+def test_attack_leave_one_out_refuses_an_fpc_it_would_ignore():
+    """An fpc given to an attack built without fpc=True was silently ignored; it is refused, and one built with it
+    asks for the pool's factor."""
+    scores, member = np.zeros((6, 4)), np.eye(6, 4, dtype=bool)
+    with pytest.raises(ValueError, match=r"fpc must be left out for a LiRA attack built with fpc=False .* got 0\.5"):
+        LiRA().leave_one_out(scores, member, fpc=0.5)
+    with pytest.raises(ValueError, match=r"fpc must be given \(the pool's 1 − N/N₊\) to a LiRA attack built with"):
+        LiRA(fpc=True).leave_one_out(scores, member)
 
 
 def test_best_threshold_maximises_the_shadows_accuracy():

@@ -108,7 +108,7 @@ def test_sigma_too_small_to_account_is_one_line_and_nothing_is_made(write_config
     out = tmp_path / "out"
     assert main(["run", str(config), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    lines = [line for line in err.replace("\r", "\n").splitlines() if line.strip() and "σ calibration" not in line]
+    lines = [line for line in err.replace("\r", "\n").splitlines() if line.strip() and "analytic ε" not in line]
     assert lines == [
         "privgame: error: sigma = 1e-300 is too small to account: its ε at delta = 1e-05 is about 1e600, beyond the "
         "largest float (about 1.8e308); use sigma >= 1e-154."

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -548,3 +549,46 @@ def _jobs_of_a_tiny_config(tmp_path):
         }
     )
     return runner._jobs(config, runner.plan_trials(config), [1.0] * len(config.grid), None, None)
+
+
+def _analytic_step_label(config, capsys) -> str:
+    runner.analytic_epsilons(config, progress=True)
+    return capsys.readouterr().err
+
+
+def test_the_analytic_step_names_the_sigma_calibration_only_when_there_is_one(capsys):
+    """The "analytic ε (σ calibration)" line showed for mechanisms that have no σ (randomized response)."""
+    from games.config import parse_config
+
+    base = {"experiment": {"name": "label", "seed": 1}, "game": {"name": "one-run", "m": 100, "k_pos": 5, "k_neg": 5}}
+    rr = parse_config(
+        {**base, "mechanism": {"name": "randomized-response", "epsilon": 1.0}, "attack": {"name": "identity"}}
+    )
+    err = _analytic_step_label(rr, capsys)
+    assert "analytic ε" in err and "σ calibration" not in err
+    dpsgd = {"name": "dpsgd-whitebox", "sampling_rate": 0.5, "steps": 3, "model": "mlp"}
+    game = {"name": "one-run", "m": 60, "k_pos": 5, "k_neg": 5, "data": "digits", "train_rows": 50}
+    fixed = {**base, "game": game, "attack": {"name": "identity"}, "mechanism": {**dpsgd, "noise_multiplier": 1.0}}
+    assert "σ calibration" not in _analytic_step_label(parse_config(fixed), capsys)  # σ given: nothing to calibrate
+    target = {**fixed, "mechanism": {**dpsgd, "epsilon": 4.0}}
+    assert "analytic ε (σ calibration)" in _analytic_step_label(parse_config(target), capsys)
+
+
+def test_a_trials_warning_is_shown_once_per_run_whichever_processes_play(write_config, tmp_path, monkeypatch, capfd):
+    """The one-run audit's δ-term warning (2mδ not small against the per-test significance) was printed by every
+    process that played a trial: by each worker, straight to the terminal.  Trials now send their warnings back and
+    the parent issues each distinct one once per run (the two grid points share the message)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor(max_workers=1).shutdown(wait=True, kill_workers=True)
+    path = write_config(
+        {"experiment": {"repetitions": 6}, "game": {"m": 2000, "k_pos": 100, "k_neg": 100}, "analysis": {"delta": 1e-4}}
+    )
+    monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)  # the workers play every trial
+    with warnings.catch_warnings(record=True) as relayed:
+        warnings.simplefilter("default")
+        _run(path, tmp_path / "out", n_jobs=2)
+    printed = capfd.readouterr().err.count("takes more than a tenth of the significance")  # by the workers
+    issued = [w for w in relayed if "takes more than a tenth of the significance" in str(w.message)]
+    assert (printed, len(issued)) == (0, 1)
+    assert issued[0].category is UserWarning and issued[0].filename.endswith("one_run.py")
