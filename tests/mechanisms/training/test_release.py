@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 from typing import Any
 
 import mpmath
@@ -112,12 +113,43 @@ def test_confidence_stays_finite_where_the_naive_formula_overflows():
     want = np.array([_mp_confidence(z[i], int(y[i])) for i in range(4)])
     np.testing.assert_allclose(got, want, rtol=1e-14)
     np.testing.assert_allclose(got, [120.0, -120.0, -120.0, 1600.0], rtol=1e-14)
-    # the reference code's log(p) − log(1 − p): p rounds to 1 (float32 and float64 alike), giving ±inf
+    # the naive log(p) − log(1 − p): p rounds to 1 (float32 and float64 alike), giving ±inf
     with np.errstate(divide="ignore", over="ignore"):
         for dtype in (np.float32, np.float64):
             p = softmax(z.astype(dtype), axis=1)[np.arange(4), y]
             naive = np.log(p) - np.log(1 - p)
             assert not np.isfinite(naive[0]) and not np.isfinite(naive[3])
+    # Carlini et al.'s score.py adds 1e-45 to both terms: finite, but capped at log(1 + 1e-45) − log(1e-45)
+    reference = _reference_confidence(z.astype(np.float32), y)
+    cap = math.log(1 + 1e-45) - math.log(1e-45)
+    assert np.isfinite(reference).all() and cap == pytest.approx(103.6, abs=0.05)
+    np.testing.assert_allclose(reference, [cap, -cap, -cap, cap], rtol=1e-3)
+
+
+def _reference_confidence(z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The logit scaling of Carlini et al.'s score.py: float64 softmax of the max-shifted logits, the wrong classes'
+    probabilities summed, 1e-45 added to both terms (written from its description, docs/lira.md)."""
+    p = np.asarray(np.exp(z - z.max(axis=1, keepdims=True)), dtype=np.float64)
+    p /= p.sum(axis=1, keepdims=True)
+    rows = np.arange(z.shape[0])
+    true = p[rows, y].copy()
+    p[rows, y] = 0.0
+    return np.log(true + 1e-45) - np.log(p.sum(axis=1) + 1e-45)
+
+
+def test_confidence_agrees_with_the_reference_below_its_cap():
+    """Within 2.5e-6 of the reference's finite value wherever |confidence| ≤ 50, on float32 logits (as docs/lira.md
+    says); beyond about 100 only the reference saturates."""
+    rng = np.random.default_rng(3)
+    for scale in (1.0, 10.0, 50.0, 120.0):
+        z = (rng.standard_normal((20_000, 10)) * scale / 3).astype(np.float32)
+        y = rng.integers(0, 10, 20_000)
+        z[np.arange(20_000), y] += scale
+        ours = FixedLogits(z.astype(np.float64)).confidence(np.zeros((20_000, 1)), y)
+        reference = _reference_confidence(z, y)
+        below = np.abs(ours) <= 50
+        assert np.abs(ours - reference)[below].max() < 2.5e-6
+        assert np.abs(reference).max() < 103.7
     # the same through a released network: one linear layer whose logits are ±60 on x = 1
     net = NetworkRelease(weights=(np.array([[60.0, -60.0]], dtype=np.float32),), biases=(np.zeros(2, np.float32),))
     np.testing.assert_array_equal(net.confidence(np.ones((2, 1)), np.array([0, 1])), [120.0, -120.0])
