@@ -70,3 +70,26 @@ def stored_trial(tmp_path: Path):
         return row, store.load_outcome(trial)
 
     return run
+
+
+# A record-model-seeded experiment small enough for a test (a few seconds): Synthpop, 6 rounds, 4 shadows.
+TINY_MODEL_SEEDED = """
+[experiment]
+name = "tiny_model_seeded"
+seed = 3
+[game]
+name = "record-model-seeded"
+columns = ["age", "sex", "race"]
+dataset_size = 60
+auxiliary_size = 120
+evaluation_size = 120
+rounds = 6
+vulnerable_targets = 1
+random_targets = 0
+n_boot = 40
+[mechanism]
+name = "synthpop"
+[attack]
+name = "closest-distance"
+n_shadows = 4
+"""

@@ -16,30 +16,7 @@ import pandas as pd
 import pytest
 
 from games.cli import main
-
-TINY = """
-[experiment]
-name = "tiny_cached"
-seed = 3
-
-[game]
-name = "record-model-seeded"
-columns = ["age", "sex", "race"]
-dataset_size = 60
-auxiliary_size = 120
-evaluation_size = 120
-rounds = 6
-vulnerable_targets = 1
-random_targets = 0
-n_boot = 40
-
-[mechanism]
-name = "synthpop"
-
-[attack]
-name = "closest-distance"
-n_shadows = 4
-"""
+from tests.games.conftest import TINY_MODEL_SEEDED
 
 
 def _rows(out: Path) -> pd.DataFrame:
@@ -81,7 +58,7 @@ def _drop_payloads(cache: Path) -> None:
 @pytest.mark.parametrize("tamper", [_swap_all, _truncate_all, _drop_payloads], ids=["swapped", "truncated", "missing"])
 def test_a_tampered_cache_entry_is_recomputed_not_reused(tmp_path, tamper):
     config = tmp_path / "tiny.toml"
-    config.write_text(TINY)
+    config.write_text(TINY_MODEL_SEEDED)
     cache = tmp_path / "cache"
     clean = _run(config, tmp_path / "clean", "--no-cache")
     first = _run(config, tmp_path / "first", "--cache-dir", str(cache))

@@ -21,6 +21,7 @@ import pytest
 from games.cli import main
 from games.config import MAX_NESTING, ConfigError, parse_config
 from games.registry import MECHANISMS
+from tests.games.conftest import TINY_MODEL_SEEDED
 
 RECORD: dict[str, Any] = {
     "experiment": {"name": "record_sweep", "seed": 2025},
@@ -545,28 +546,6 @@ def test_report_records_on_a_game_without_records(finished, capsys, tmp_path):
     assert main(["report", str(out), "--records", "--output", str(tmp_path / "t.csv")]) == 2
     assert "holds no per-record results: --records needs a record-level game" in _one_line(capsys.readouterr().err)
     assert not (tmp_path / "t.csv").exists()
-
-
-TINY_MODEL_SEEDED = """
-[experiment]
-name = "tiny_model_seeded"
-seed = 3
-[game]
-name = "record-model-seeded"
-columns = ["age", "sex", "race"]
-dataset_size = 60
-auxiliary_size = 120
-evaluation_size = 120
-rounds = 6
-vulnerable_targets = 1
-random_targets = 0
-n_boot = 40
-[mechanism]
-name = "synthpop"
-[attack]
-name = "closest-distance"
-n_shadows = 4
-"""
 
 
 def test_report_plot_of_one_record_game_writes_nothing(tmp_path, capsys):
