@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import pickle
 import resource
 import signal
 import sys
@@ -270,8 +271,19 @@ def _attempt(
     # processes played the trials (each worker printed its own copy of the same warning before)
     with warnings.catch_warnings(record=True) as caught, threadpool_limits(limits=1, user_api="blas"):
         attempt = _play_and_analyse(point, trial, settings, epsilon, cache, progress_path, siblings)
-    warned = {(w.category, str(w.message), str(w.filename), int(w.lineno)): None for w in caught}
+    warned = {(*_sendable(w.category, str(w.message)), str(w.filename), int(w.lineno)): None for w in caught}
     return dataclasses.replace(attempt, warned=tuple(warned)) if warned else attempt
+
+
+def _sendable(category: type[Warning], message: str) -> tuple[type[Warning], str]:
+    """The warning's category and message as they can travel back from a worker: a category that cannot be
+    pickled (a class defined inside a function) would fail the trial's whole result, so it becomes a UserWarning
+    whose message names it."""
+    try:
+        pickle.dumps(category)
+    except Exception:
+        return UserWarning, f"{category.__name__}: {message}"
+    return category, message
 
 
 def _relay_warnings(attempt: _Attempt, seen: set[tuple[Any, ...]]) -> None:

@@ -592,3 +592,17 @@ def test_a_trials_warning_is_shown_once_per_run_whichever_processes_play(write_c
     issued = [w for w in relayed if "takes more than a tenth of the significance" in str(w.message)]
     assert (printed, len(issued)) == (0, 1)
     assert issued[0].category is UserWarning and issued[0].filename.endswith("one_run.py")
+
+
+def test_a_warning_category_that_cannot_travel_becomes_a_named_user_warning():
+    """A category defined inside a function cannot be pickled; sent back from a worker it would fail the trial's
+    whole result, so it travels as a UserWarning naming it (a module-level category travels as itself)."""
+    import pickle
+
+    class LocalWarning(UserWarning):
+        pass
+
+    assert runner._sendable(LocalWarning, "careful") == (UserWarning, "LocalWarning: careful")
+    assert runner._sendable(RuntimeWarning, "careful") == (RuntimeWarning, "careful")
+    attempt = runner._Attempt(0, warned=((*runner._sendable(LocalWarning, "careful"), "x.py", 1),))
+    pickle.dumps(attempt)  # what a worker sends back
