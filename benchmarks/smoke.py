@@ -33,12 +33,13 @@ def last_json(stdout: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=HERE, help="the folder of the bench_*.py files (default: here)")
     parser.add_argument("--only", nargs="+", default=None, help="benchmark names (e.g. bench_dpsgd); default: all")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per benchmark (default 900)")
-    args = parser.parse_args()
-    benches = sorted(p for p in HERE.glob("bench_*.py"))
+    args = parser.parse_args(argv)
+    benches = sorted(p for p in args.dir.glob("bench_*.py"))
     if args.only:
         unknown = sorted(set(args.only) - {p.stem for p in benches})
         if unknown:
@@ -52,7 +53,7 @@ def main() -> int:
         try:
             done = subprocess.run(
                 [sys.executable, str(bench), "--quick"],
-                cwd=HERE.parent,
+                cwd=HERE.parent,  # the project's root, as when run by hand
                 capture_output=True,
                 text=True,
                 timeout=args.timeout,
