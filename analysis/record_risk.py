@@ -32,19 +32,25 @@ import math
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from analysis._checks import check_confidence, check_int, check_membership, check_real, check_scores
+from analysis._figures import check_suffix, new_axes, root_figure, save
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "MISS_RATE_THRESHOLDS",
     "accuracy_interval",
     "auc",
     "auc_interval",
+    "figure_risk_scatter",
     "miss_rate",
     "miss_rate_table",
     "plot_risk_scatter",
@@ -56,7 +62,6 @@ MISS_RATE_THRESHOLDS: tuple[float, ...] = (0.6, 0.7, 0.8, 0.9)
 """The risk thresholds t at which Krčo et al. report the miss rate (0.8 is their headline figure)."""
 
 _GAMES = ("traditional", "model-seeded")
-_PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 _SELECTION_STYLE = {"achilles": ("^", "tab:red"), "random": ("o", "tab:blue")}
 _OTHER_STYLES = [("s", "tab:green"), ("D", "tab:purple"), ("v", "tab:orange"), ("P", "tab:brown"), ("X", "tab:pink")]
 
@@ -490,6 +495,33 @@ def _errors(frame: pd.DataFrame, suffix: str) -> NDArray[np.float64]:
 
 
 def plot_risk_scatter(records: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:
+    """Scatter each record's model-seeded risk against its traditional risk into a file: the figure of
+    :func:`figure_risk_scatter`, written to ``path`` (its suffix, ``.png``, ``.pdf`` or ``.svg``, chooses the
+    format).
+
+    Returns
+    -------
+    Path
+        The written file.
+
+    Raises
+    ------
+    ValueError
+        For an unsupported suffix, and as :func:`figure_risk_scatter`.
+    """
+    _check_risk_columns(records)
+    out = check_suffix(path)
+    return save(figure_risk_scatter(records, title=title), out)
+
+
+def _check_risk_columns(records: pd.DataFrame) -> None:
+    required = ["record", "game", "auc", "auc_low", "auc_high", "selection"]
+    missing = [c for c in required if c not in records.columns]
+    if missing:
+        raise ValueError(f"records must have the columns {required}, missing {missing}.")
+
+
+def figure_risk_scatter(records: pd.DataFrame, *, title: str | None = None, ax: Axes | None = None) -> Figure:
     """Scatter each record's model-seeded risk against its traditional risk, with intervals and the diagonal.
 
     Points above the diagonal are records whose risk the traditional game underestimates; the dashed lines at
@@ -504,40 +536,29 @@ def plot_risk_scatter(records: pd.DataFrame, path: str | Path, *, title: str | N
         legend entry; it must agree between a record's two rows).  An optional column ``group`` (e.g. the
         generator) gives one subplot per value, each titled with its RMSD and MR(0.8).  Records present in only
         one game are skipped.
-    path : str or Path
-        Output file; its suffix (``.png``, ``.pdf``, ``.svg``) chooses the format.
     title : str or None, default=None
         Figure title.
+    ax : matplotlib Axes or None, default=None
+        Draw into this axes (the legend and title go in it, not beside it); only for one panel (no ``group``
+        column, or one group).
 
     Returns
     -------
-    Path
-        The written file.
+    Figure
+        The figure drawn (``ax``'s figure when given); a plain Figure, not registered with pyplot.
 
     Raises
     ------
     ValueError
-        For a missing column, an unsupported suffix, a record twice in one game (of one group), a selection that
-        differs between a record's two games, a paired record whose ``auc``, ``auc_low`` or ``auc_high`` is not a
-        finite number, or when no record has both games.
+        For a missing column, a record twice in one game (of one group), a selection that differs between a
+        record's two games, a paired record whose ``auc``, ``auc_low`` or ``auc_high`` is not a finite number,
+        when no record has both games, or for ``ax`` with more than one group.
 
     References
     ----------
     Krčo et al. 2025, arXiv:2405.15423.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    required = ["record", "game", "auc", "auc_low", "auc_high", "selection"]
-    missing = [c for c in required if c not in records.columns]
-    if missing:
-        raise ValueError(f"records must have the columns {required}, missing {missing}.")
-    out = Path(path)
-    if out.suffix.lower() not in _PLOT_SUFFIXES:
-        raise ValueError(f"path must end in {', '.join(_PLOT_SUFFIXES)}, got {str(out)!r}.")
-
+    _check_risk_columns(records)
     grouped = "group" in records.columns
     groups = records.groupby("group", sort=True, dropna=False) if grouped else [(None, records)]
     panels = [(key, _paired(part, key)) for key, part in groups]
@@ -555,9 +576,8 @@ def plot_risk_scatter(records: pd.DataFrame, path: str | Path, *, title: str | N
 
     ncols = min(len(panels), 3)
     nrows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(3.9 * ncols + 1.3, 4.0 * nrows), squeeze=False, layout="constrained"
-    )
+    own = ax is None
+    figure, axes = new_axes(ax, nrows, ncols, figsize=(3.9 * ncols + 1.3, 4.0 * nrows), what="the risk scatter")
     handles: dict[str, Any] = {}
     for ax, (key, both) in zip(axes.ravel(), panels, strict=False):
         ax.plot([low, high], [low, high], color="grey", linewidth=1, label="_diagonal")
@@ -597,15 +617,13 @@ def plot_risk_scatter(records: pd.DataFrame, path: str | Path, *, title: str | N
         axes[(len(panels) - 1 - column) // ncols, column].set_xlabel("traditional AUC")
     for ax in axes[:, 0]:
         ax.set_ylabel("model-seeded AUC")
-    fig.legend(
-        [handles[s] for s in selections],
-        selections,
-        title="target selection",
-        loc="outside right upper",
-        fontsize="small",
-    )
-    if title:
-        fig.suptitle(title)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    legend = {"title": "target selection", "fontsize": "small"}
+    if own:
+        figure.legend([handles[s] for s in selections], selections, loc="outside right upper", **legend)
+        if title:
+            figure.suptitle(title)
+    else:  # the caller's figure keeps its own legend and title
+        axes[0, 0].legend([handles[s] for s in selections], selections, loc="lower right", **legend)
+        if title:
+            axes[0, 0].set_title(f"{title}\n{axes[0, 0].get_title()}", fontsize="small")
+    return root_figure(figure)

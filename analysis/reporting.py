@@ -10,13 +10,20 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from analysis._figures import check_suffix, new_axes, root_figure, save
+
 if TYPE_CHECKING:  # tables arrive as DataFrames; pandas itself is not needed to format them
     import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "PARAMETER_NAMES",
     "TABLE_FORMATS",
     "estimator_labels_of",
+    "figure_estimator_ladder",
+    "figure_lower_bounds",
+    "figure_roc_curves",
     "format_table",
     "ladder_latex",
     "latex_header",
@@ -119,7 +126,7 @@ def plot_lower_bounds(
     bound: str = "epsilon_lb_median",
     band: tuple[str, str] | None = ("epsilon_lb_min", "epsilon_lb_max"),
 ) -> Path:
-    """Plot the empirical ε lower bound against the analytic ε, with the diagonal.
+    """Plot the empirical ε lower bound against the analytic ε, with the diagonal, into a file.
 
     Parameters
     ----------
@@ -127,6 +134,33 @@ def plot_lower_bounds(
         Columns ``epsilon_analytic``, ``bound`` and the two ``band`` columns.
     path : str or Path
         Output file; the suffix (``.png``, ``.pdf``, ``.svg``) chooses the format.
+    group_by, title, bound, band
+        As in :func:`figure_lower_bounds`, which draws the figure.
+
+    Returns
+    -------
+    Path
+        The written file.
+    """
+    figure = figure_lower_bounds(summary, group_by=group_by, title=title, bound=bound, band=band)
+    return save(figure, check_suffix(path))
+
+
+def figure_lower_bounds(
+    summary: pd.DataFrame,
+    *,
+    group_by: Sequence[str] = (),
+    title: str | None = None,
+    bound: str = "epsilon_lb_median",
+    band: tuple[str, str] | None = ("epsilon_lb_min", "epsilon_lb_max"),
+    ax: Axes | None = None,
+) -> Figure:
+    """The empirical ε lower bound against the analytic ε, with the diagonal, as a figure (no file written).
+
+    Parameters
+    ----------
+    summary : DataFrame
+        Columns ``epsilon_analytic``, ``bound`` and the two ``band`` columns.
     group_by : sequence of str, default=()
         Columns whose values get one line each (e.g. a swept number of canaries).
     title : str or None, default=None
@@ -135,28 +169,28 @@ def plot_lower_bounds(
         audit; the pooled ``epsilon_lb`` of a multi-run audit, whose single trials bound little).
     band : pair of str or None, default=("epsilon_lb_min", "epsilon_lb_max")
         The columns of the shaded band around it (None: none).
+    ax : matplotlib Axes or None, default=None
+        Draw into this axes instead of a new 5 × 4 inch figure.
 
     Returns
     -------
-    Path
-        The written file.
+    Figure
+        The figure drawn (``ax``'s figure when given); a plain Figure, not registered with pyplot.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing, or no grid point has a finite analytic ε.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     required = ["epsilon_analytic", bound, *(band or ())]
     missing = [c for c in required + list(group_by) if c not in summary.columns]
     if missing:
         raise ValueError(f"summary must have the columns {missing}.")
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise ValueError(f"path must end in .png, .pdf or .svg, got {str(out)!r}.")
     data = summary[np.isfinite(summary["epsilon_analytic"].to_numpy(dtype=float))]
     if data.empty:
         raise ValueError("no grid point has a finite analytic ε to plot against.")
-    fig, ax = plt.subplots(figsize=(5.0, 4.0), layout="constrained")
+    figure, axes = new_axes(ax, figsize=(5.0, 4.0), what="the lower-bound figure")
+    ax = axes[0][0]
     groups = data.groupby(list(group_by), sort=True) if group_by else [((), data)]
     for key, part in groups:
         part = part.sort_values("epsilon_analytic")
@@ -182,9 +216,7 @@ def plot_lower_bounds(
     if title:
         ax.set_title(title, fontsize="small")
     ax.legend(loc="upper left", fontsize="x-small")
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return root_figure(figure)
 
 
 def plot_roc_curves(
@@ -194,33 +226,51 @@ def plot_roc_curves(
     title: str | None = None,
     subtitle: str | None = None,
 ) -> Path:
-    """Log–log ROC curves, one panel per evaluation (e.g. naive and post-processed), one curve per setting.
-
-    Parameters
-    ----------
-    panels : mapping of str to mapping of str to (fpr, tpr)
-        ``{panel title: {curve label: (fpr grid, tpr)}}``; FPRs in (0, 1].
-    path : str or Path
-        Output file (``.png``, ``.pdf`` or ``.svg``).
-    title, subtitle : str or None, default=None
-        The figure's title (the experiment's name) and a line of context under it.
+    """Log–log ROC curves, one panel per evaluation, into a file (``.png``, ``.pdf`` or ``.svg``); the other
+    parameters as in :func:`figure_roc_curves`, which draws the figure.
 
     Returns
     -------
     Path
         The written file.
     """
-    import matplotlib
+    out = check_suffix(path)
+    return save(figure_roc_curves(panels, title=title, subtitle=subtitle), out)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise ValueError(f"path must end in .png, .pdf or .svg, got {str(out)!r}.")
+def figure_roc_curves(
+    panels: Mapping[str, Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]]],
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Log–log ROC curves, one panel per evaluation (e.g. naive and post-processed), one curve per setting.
+
+    Parameters
+    ----------
+    panels : mapping of str to mapping of str to (fpr, tpr)
+        ``{panel title: {curve label: (fpr grid, tpr)}}``; FPRs in (0, 1].
+    title, subtitle : str or None, default=None
+        The figure's title (the experiment's name) and a line of context under it.
+    ax : matplotlib Axes or None, default=None
+        Draw the one panel into this axes (the title goes above the panel's own); only for a single panel.
+
+    Returns
+    -------
+    Figure
+        The figure drawn (``ax``'s figure when given); a plain Figure, not registered with pyplot.
+
+    Raises
+    ------
+    ValueError
+        If ``panels`` is empty, or ``ax`` is given for more than one panel.
+    """
     if not panels:
         raise ValueError("panels must hold at least one panel of curves, got none.")
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), layout="constrained", squeeze=False)
+    own = ax is None
+    figure, axes = new_axes(ax, 1, len(panels), figsize=(4.6 * len(panels), 4.2), what="the ROC figure")
+    heading = (title or "") + (f"\n{subtitle}" if title and subtitle else "")
     for ax, (name, curves) in zip(axes[0], panels.items(), strict=True):
         low = 1.0
         for label, (fpr, tpr) in curves.items():
@@ -236,13 +286,11 @@ def plot_roc_curves(
         ax.set_ylim(low, 1.0)
         ax.set_xlabel("false-positive rate")
         ax.set_ylabel("true-positive rate")
-        ax.set_title(name, fontsize="medium")
+        ax.set_title(name if own or not heading else f"{heading}\n{name}", fontsize="medium")
         ax.legend(loc="lower right", fontsize="x-small")
-    if title:
-        fig.suptitle(title + (f"\n{subtitle}" if subtitle else ""), fontsize="medium")
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    if own and heading:
+        figure.suptitle(heading, fontsize="medium")
+    return root_figure(figure)
 
 
 #: Readable names of the parameters a ladder sweeps (LaTeX and figure headers).
@@ -312,6 +360,32 @@ def plot_estimator_ladder(
     subtitle: str,
     ylabel: str = "ε lower bound (median;\nbar: min–max over repetitions)",
 ) -> tuple[Path, list[str]]:
+    """Every estimator's median bound, its min–max over the repetitions as a bar, against the analytic ε, into a
+    file (``.png``, ``.pdf`` or ``.svg``); the other parameters as in :func:`figure_estimator_ladder`, which draws
+    the figure.
+
+    Returns
+    -------
+    (Path, list of str)
+        The written file, and the estimators left out because they gave no bound anywhere (with a note).
+    """
+    labels = estimator_labels_of(summary)
+    if not labels:
+        raise ValueError("the summary has no estimator columns (<label>.epsilon_lb_median); set [analysis] estimators.")
+    out = check_suffix(path)
+    figure, omitted = figure_estimator_ladder(summary, swept, title=title, subtitle=subtitle, ylabel=ylabel)
+    return save(figure, out), omitted
+
+
+def figure_estimator_ladder(
+    summary: pd.DataFrame,
+    swept: Sequence[str],
+    *,
+    title: str,
+    subtitle: str,
+    ylabel: str = "ε lower bound (median;\nbar: min–max over repetitions)",
+    ax: Axes | None = None,
+) -> tuple[Figure, list[str]]:
     """Every estimator's median bound, its min–max over the repetitions as a bar, against the analytic ε.
 
     Parameters
@@ -321,29 +395,28 @@ def plot_estimator_ladder(
         ``_min`` and ``_max`` (``[analysis] estimators``).
     swept : sequence of str
         The swept columns; the grid points are labelled by them.
-    path : str or Path
-        ``.png``, ``.pdf`` or ``.svg``.
     title, subtitle : str
         The experiment's name, and its context (confidence, δ, m, the guessing rule).
     ylabel : str, optional
         The y axis' label.
+    ax : matplotlib Axes or None, default=None
+        Draw into this axes (the title goes above it); only without an analysis sweep, whose settings each get a
+        panel.
 
     Returns
     -------
-    (Path, list of str)
-        The written file, and the estimators left out because they gave no bound anywhere (with a note).
+    (Figure, list of str)
+        The figure drawn (``ax``'s figure when given; a plain Figure, not registered with pyplot), and the
+        estimators left out because they gave no bound anywhere (with a note).
+
+    Raises
+    ------
+    ValueError
+        If the summary has no estimator columns, or ``ax`` is given for more than one panel.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     labels = estimator_labels_of(summary)
     if not labels:
         raise ValueError("the summary has no estimator columns (<label>.epsilon_lb_median); set [analysis] estimators.")
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise ValueError(f"path must end in .png, .pdf or .svg, got {str(out)!r}.")
     shown = [lab for lab in labels if np.isfinite(summary[f"{lab}.epsilon_lb_median"].to_numpy(dtype=float)).any()]
     omitted = [lab for lab in labels if lab not in shown]
     # an analysis sweep (confidence, δ) gets one panel per setting: rows the first swept key, columns the second
@@ -353,13 +426,14 @@ def plot_estimator_ladder(
     cols_of = list(dict.fromkeys(summary[panel_keys[1]])) if len(panel_keys) > 1 else [None]
     n_points = len(summary) // (len(rows_of) * len(cols_of))
     width_each = max(4.0, 1.2 * n_points + 1.5) if panel_keys else max(6.0, 1.5 * n_points + 2.5)
-    fig, axes = plt.subplots(
+    own = ax is None
+    figure, axes = new_axes(
+        ax,
         len(rows_of),
         len(cols_of),
         figsize=(width_each * len(cols_of) + 0.5, 3.2 * len(rows_of) + 1.2),
-        layout="constrained",
+        what="the estimator ladder",
         sharey=True,
-        squeeze=False,
     )
     for i, row_value in enumerate(rows_of):
         for j, col_value in enumerate(cols_of):
@@ -378,16 +452,17 @@ def plot_estimator_ladder(
                 ax.set_title(", ".join(heading), fontsize="small")
             if j == 0:
                 ax.set_ylabel(ylabel, fontsize="small")
-    fig.suptitle(f"{title}\n{subtitle}", fontsize="medium")
+    if own:
+        figure.suptitle(f"{title}\n{subtitle}", fontsize="medium")
+    else:  # the caller's figure keeps its own title
+        axes[0][0].set_title(f"{title}\n{subtitle}", fontsize="small")
     note = f"no bound at this δ: {', '.join(omitted)}" if omitted else None
     if note:
         axes[-1][-1].text(
             0.99, 0.01, note, transform=axes[-1][-1].transAxes, ha="right", va="bottom", fontsize="x-small"
         )
     axes[0][0].legend(fontsize="x-small", loc="upper left")
-    fig.savefig(out)
-    plt.close(fig)
-    return out, omitted
+    return root_figure(figure), omitted
 
 
 def _draw_ladder(ax: Any, part: pd.DataFrame, labels: Sequence[str], along: Sequence[str]) -> None:

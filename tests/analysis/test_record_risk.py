@@ -560,7 +560,7 @@ def test_plot_pdf_and_interval_not_containing_estimate(tmp_path: Path) -> None:
 
 def test_plot_errors(tmp_path: Path) -> None:
     records = _records()
-    with pytest.raises(ValueError, match=re.escape("path must end in .png, .pdf, .svg, got ")):
+    with pytest.raises(ValueError, match=re.escape("path must end in .png, .pdf or .svg, got ")):
         plot_risk_scatter(records, tmp_path / "risk.jpg")
     with pytest.raises(ValueError, match=re.escape("records must have the columns")):
         plot_risk_scatter(records.drop(columns="selection"), tmp_path / "risk.png")
