@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
@@ -29,13 +30,33 @@ if TYPE_CHECKING:
     from games._base import Game
     from mechanisms._base import Mechanism
 
-__all__ = ["ATTACKS", "BUILTINS", "GAMES", "MECHANISMS", "Builtin", "Registry", "UnknownNameError", "summary_line"]
+__all__ = [
+    "ATTACKS",
+    "BUILTINS",
+    "GAMES",
+    "MECHANISMS",
+    "Builtin",
+    "ReRegisteredWarning",
+    "Registry",
+    "UnknownNameError",
+    "summary_line",
+]
 
 T = TypeVar("T")
 
 
 class UnknownNameError(ValueError):
     """A config named a component that is not registered."""
+
+
+class ReRegisteredWarning(UserWarning):
+    """A class replaced the registered class of the same module-qualified name (a notebook cell or a plugin
+    module run again)."""
+
+
+def _qualified(cls: type) -> str:
+    """``module.QualName`` of a class."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +132,31 @@ class Registry(Generic[T]):
     def register(self, cls: type[T]) -> type[T]:
         """Register ``cls`` under its ``name``; usable as a decorator.
 
+        A class with the same module-qualified name as the one registered under ``name`` (``__main__.MyGenerator``
+        from a notebook cell run again, or a plugin module imported again) replaces it, with a
+        :class:`ReRegisteredWarning`; registering the very same class again changes nothing.
+
         Raises
         ------
         TypeError
             If ``cls`` is not a frozen dataclass subclassing the kind's base class, or has no string ``name``.
         ValueError
-            If the name is already taken (by a registered class or a built-in).
+            If the name is already taken by another class (another module-qualified name) or by a built-in not
+            loaded yet.
         """
         name = self._check(cls)
+        earlier = self._classes.get(name)
+        if earlier is cls:
+            return cls
+        if earlier is not None and _qualified(earlier) == _qualified(cls):
+            warnings.warn(
+                f"{self.kind} {name!r} registered again: {_qualified(cls)} replaces the class of that name "
+                "registered before (a cell or module run again).",
+                ReRegisteredWarning,
+                stacklevel=2,
+            )
+            self._classes[name] = cls
+            return cls
         if name in self._classes or name in self._lazy:
             owner = self._classes[name].__qualname__ if name in self._classes else self._lazy[name].path
             raise ValueError(f"{self.kind} name {name!r} is already registered (by {owner}).")

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 from typing import ClassVar
 
 import pytest
 
-from games.registry import ATTACKS, BUILTINS, GAMES, MECHANISMS, Builtin, Registry, UnknownNameError, summary_line
+from games.registry import (
+    ATTACKS,
+    BUILTINS,
+    GAMES,
+    MECHANISMS,
+    Builtin,
+    Registry,
+    ReRegisteredWarning,
+    UnknownNameError,
+    summary_line,
+)
 from mechanisms import Mechanism, RandomizedResponse
 
 
@@ -36,10 +47,77 @@ def test_unknown_name_lists_registered_names():
 
 
 def test_duplicate_name_refused():
+    """Another class (another module-qualified name) under a taken name is refused, the first one kept."""
     registry = Registry("mechanism", Mechanism)
     registry.register(RandomizedResponse)
-    with pytest.raises(ValueError, match="'randomized-response' is already registered"):
-        registry.register(RandomizedResponse)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Impostor(RandomizedResponse):
+        name: ClassVar[str] = "randomized-response"
+
+    with pytest.raises(ValueError, match=r"'randomized-response' is already registered \(by RandomizedResponse\)"):
+        registry.register(Impostor)
+    assert registry.get("randomized-response") is RandomizedResponse
+
+
+def test_the_same_class_registered_again_changes_nothing(recwarn):
+    registry = Registry("mechanism", Mechanism)
+    registry.register(RandomizedResponse)
+    assert registry.register(RandomizedResponse) is RandomizedResponse
+    assert registry.get("randomized-response") is RandomizedResponse
+    assert not recwarn.list
+
+
+_CELL = """
+import dataclasses
+from typing import ClassVar
+from mechanisms import RandomizedResponse
+
+@registry.register
+@dataclasses.dataclass(frozen=True, slots=True)
+class MyMechanism(RandomizedResponse):
+    name: ClassVar[str] = "my-mechanism"
+"""
+
+
+def _run_cell(registry: Registry[Mechanism]) -> type:
+    """Run the notebook cell ``_CELL`` as Jupyter does: in ``__main__``'s namespace."""
+    namespace = {"__name__": "__main__", "registry": registry}
+    exec(compile(_CELL, "<cell>", "exec", dont_inherit=True), namespace)
+    return namespace["MyMechanism"]  # type: ignore[return-value]
+
+
+def test_a_notebook_cell_run_again_replaces_its_class_with_a_warning():
+    registry = Registry("mechanism", Mechanism)
+    first = _run_cell(registry)
+    with pytest.warns(ReRegisteredWarning, match=r"^mechanism 'my-mechanism' registered again: __main__\.MyMechanism "):
+        second = _run_cell(registry)
+    assert second is not first and registry.get("my-mechanism") is second
+    assert registry.names() == ["my-mechanism"]
+
+
+def test_a_plugin_module_imported_again_replaces_its_classes(tmp_path, monkeypatch):
+    (tmp_path / "reimported_plugin.py").write_text(
+        "from games.registry import MECHANISMS\n" + _CELL.replace("@registry.register", "@MECHANISMS.register")
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        first = importlib.import_module("reimported_plugin").MyMechanism
+        with pytest.warns(ReRegisteredWarning, match=r"reimported_plugin\.MyMechanism replaces"):
+            second = importlib.reload(importlib.import_module("reimported_plugin")).MyMechanism
+        assert second is not first and MECHANISMS.get("my-mechanism") is second
+    finally:
+        if "my-mechanism" in MECHANISMS:
+            MECHANISMS.unregister("my-mechanism")
+        sys.modules.pop("reimported_plugin", None)
+
+
+def test_a_cell_cannot_take_another_modules_name():
+    """The same class name in another module is another class: refused, as any taken name."""
+    registry = Registry("mechanism", Mechanism)
+    _run_cell(registry)
+    with pytest.raises(ValueError, match=r"'my-mechanism' is already registered \(by MyMechanism\)"):
+        exec(compile(_CELL, "<module>", "exec", dont_inherit=True), {"__name__": "elsewhere", "registry": registry})
 
 
 def test_only_frozen_dataclass_subclasses():
