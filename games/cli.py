@@ -417,17 +417,13 @@ def _check_curves(root: str, swept: Sequence[str]) -> None:
 
 
 def _check_plot(root: str) -> None:
-    """Refuse ``report --plot`` for a record game that played one of the two games: its figure (each record's
-    model-seeded against its traditional AUC) needs both."""
-    from games.store import ResultsStore
+    """Refuse ``report --plot`` for results with nothing to draw (a record game that played one of the two games:
+    its figure, each record's model-seeded against its traditional AUC, needs both)."""
+    from games.report import plot_problem
 
-    records = ResultsStore(root).records()
-    if not records.empty and "game" in records.columns and records["game"].nunique() < 2:
-        played = ", ".join(repr(str(g)) for g in records["game"].unique())
-        raise ValueError(
-            f"--plot needs both record games (game 'record'; it draws each record's model-seeded against its "
-            f"traditional AUC), got only {played} rows."
-        )
+    problem = plot_problem(root)
+    if problem is not None:
+        raise ValueError(f"--plot {problem}.")
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

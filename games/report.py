@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,20 @@ from games.config import ConfigError, import_plugins, stored_games
 from games.registry import GAMES
 from games.store import ResultsStore, StoreError
 
-__all__ = ["brief_summary", "ladder_context", "ladder_results", "plot_results", "records_results", "summarise_results"]
+if TYPE_CHECKING:
+    import matplotlib.axes
+    import matplotlib.figure
+
+__all__ = [
+    "brief_summary",
+    "figure_results",
+    "ladder_context",
+    "ladder_results",
+    "plot_problem",
+    "plot_results",
+    "records_results",
+    "summarise_results",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,16 +217,72 @@ def records_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bo
 
 
 def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str | Path) -> Path:
-    """Draw the figure of the results' game: the per-record AUC scatter for record-level games, else the game's
-    headline ε lower bound (``Game.headline``: the median over trials of a one-run audit, the pooled bound of a
-    multi-run audit) against the analytic ε."""
-    from analysis.reporting import plot_lower_bounds
+    """Draw the figure of the results' game (:func:`figure_results`) into the file ``path`` (``.png``, ``.pdf`` or
+    ``.svg``)."""
+    from analysis._figures import check_suffix, save
+
+    out = check_suffix(path)
+    return save(figure_results(root, summary, swept), out)
+
+
+def plot_problem(root: str) -> str | None:
+    """Why the results in ``root`` have no figure to draw, or ``None``: a record game that played one of the two
+    games (its figure, each record's model-seeded against its traditional AUC, needs both).  Reads only the
+    per-record rows."""
+    return _records_plot_problem(ResultsStore(root).records())
+
+
+def _records_plot_problem(records: pd.DataFrame) -> str | None:
+    if not records.empty and "game" in records.columns and records["game"].nunique() < 2:
+        played = ", ".join(repr(str(g)) for g in records["game"].unique())
+        return (
+            "needs both record games (game 'record'; it draws each record's model-seeded against its traditional "
+            f"AUC), got only {played} rows"
+        )
+    return None
+
+
+def figure_results(
+    root: str, summary: pd.DataFrame, swept: Sequence[str], *, ax: matplotlib.axes.Axes | None = None
+) -> matplotlib.figure.Figure:
+    """The figure of the results' game, as ``privgame report --plot`` draws it: the per-record AUC scatter for
+    record-level games, log-log ROC curves for games that have them (``Game.roc_curves``), the measurements side by
+    side (``Game.side_by_side``), else the game's headline ε lower bound (``Game.headline``: the median over trials
+    of a one-run audit, the pooled bound of a multi-run audit) against the analytic ε.
+
+    Parameters
+    ----------
+    root : str
+        The results directory.
+    summary : DataFrame
+        Its summary (:func:`summarise_results`).
+    swept : sequence of str
+        The swept parameters (:func:`summarise_results`).
+    ax : matplotlib Axes or None, default=None
+        Draw into this axes instead of a new figure, where the figure has one panel (see the ``figure_*``
+        functions of :mod:`analysis.reporting` and :mod:`analysis.record_risk`).
+
+    Returns
+    -------
+    Figure
+        A plain matplotlib Figure (not registered with pyplot), or ``ax``'s figure.
+
+    Raises
+    ------
+    ValueError
+        If there is nothing to draw (:func:`plot_problem`; no grid point with a finite analytic ε), or ``ax`` is
+        given for a figure of several panels.
+    """
+    from analysis.reporting import figure_lower_bounds
 
     store = ResultsStore(root)
     records = store.records()
     if not records.empty:
-        from analysis.record_risk import plot_risk_scatter
+        from analysis.record_risk import figure_risk_scatter
 
+        problem = _records_plot_problem(records)
+        if problem is not None:
+            raise ValueError(f"the figure {problem}.")
         manifest = store.manifest()
         labels = {
             int(g["index"]): ", ".join(f"{k}={v}" for k, v in g["params"].items()) or str(manifest.get("name", ""))
@@ -222,41 +291,41 @@ def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str |
         records = records.assign(group=[labels[int(g)] for g in records["grid_point"]])
         if records["group"].nunique() == 1:
             records = records.drop(columns=["group"])
-        return plot_risk_scatter(records, path, title=printable(str(manifest.get("name") or Path(root).name)))
+        return figure_risk_scatter(records, title=printable(str(manifest.get("name") or Path(root).name)), ax=ax)
     group_by = [c for c in swept if not c.startswith("mechanism.")]
     game = _table(_table(store.manifest().get("config")).get("game")).get("name")
     cls = GAMES.get(game) if isinstance(game, str) and game in GAMES else Game
     curves = _roc_panels(root, store)
     if curves is not None:
-        from analysis.reporting import plot_roc_curves
+        from analysis.reporting import figure_roc_curves
 
         manifest = store.manifest()
         title = printable(str(manifest.get("name") or Path(root).name))
-        return plot_roc_curves(curves, path, title=title, subtitle=_context(store))
+        return figure_roc_curves(curves, title=title, subtitle=_context(store), ax=ax)
     name, context = ladder_context(root)
     if cls.side_by_side is not None:
-        from analysis.reporting import plot_estimator_ladder
+        from analysis.reporting import figure_estimator_ladder
 
         frame = summary[[c for c in summary.columns if c in swept or c == "epsilon_analytic"]].copy()
         for label, prefix in cls.side_by_side:
             for end in ("median", "min", "max"):
                 frame[f"{label}.epsilon_lb_{end}"] = summary[f"{prefix}_{end}"]
-        written, _ = plot_estimator_ladder(
+        figure, _ = figure_estimator_ladder(
             frame,
             swept,
-            path,
             title=name,
             subtitle=textwrap.fill(context, 90),
             ylabel="ε, c or c + ε (median; bar: min–max over repetitions)",
+            ax=ax,
         )
-        return written
-    return plot_lower_bounds(
+        return figure
+    return figure_lower_bounds(
         summary,
-        path,
         group_by=group_by,
         title=f"{name}\n" + textwrap.fill(context, 60),
         bound=cls.headline,
         band=cls.headline_band,
+        ax=ax,
     )
 
 
