@@ -290,10 +290,17 @@ def _check_nesting(data: Mapping[str, Any]) -> None:
             pending += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
 
 
-def load_config(path: str | Path, data: bytes | None = None, *, repetitions: int | None = None) -> ExperimentConfig:
+def load_config(
+    path: str | Path,
+    data: bytes | None = None,
+    *,
+    repetitions: int | None = None,
+    repetitions_option: str = "--repetitions",
+) -> ExperimentConfig:
     """Read and validate a TOML experiment config (``data``: its bytes, already read with
     :func:`read_config_bytes`, so that what is stored is exactly what was validated; ``repetitions``: replaces
-    ``[experiment] repetitions``, as ``privgame run --repetitions`` does).
+    ``[experiment] repetitions``, as ``privgame run --repetitions`` does; ``repetitions_option``: what its errors
+    call it, ``"repetitions"`` for :func:`privgame.run`).
 
     Raises
     ------
@@ -310,10 +317,10 @@ def load_config(path: str | Path, data: bytes | None = None, *, repetitions: int
         if not isinstance(experiment, dict):
             raise ConfigError("missing section [experiment].")
         try:
-            experiment["repetitions"] = check_int("--repetitions", repetitions, low=1)
+            experiment["repetitions"] = check_int(repetitions_option, repetitions, low=1)
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
-    return parse_config(table, repetitions_option=None if repetitions is None else "--repetitions")
+    return parse_config(table, repetitions_option=None if repetitions is None else repetitions_option)
 
 
 def parse_config(data: Mapping[str, Any], *, repetitions_option: str | None = None) -> ExperimentConfig:
