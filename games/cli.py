@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ from games._text import printable
 from games.resources import check_n_jobs
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from games.config import ExperimentConfig
 
 __all__ = ["main"]
@@ -114,7 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--records",
         action="store_true",
-        help="one row per (record, game) of a record-level game instead of per grid point",
+        help="one row per (record, game) of a record-level game instead of per grid point: its metrics, then the "
+        "record's values in the data set, named value.<column>",
     )
     report.add_argument("--format", choices=TABLE_FORMATS, default="table", help="table format (default: table)")
     report.add_argument(
@@ -347,7 +351,7 @@ def _report_warnings(root: str) -> None:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from analysis.reporting import estimator_labels_of
-    from games.report import brief_summary, plot_results, records_results, summarise_results
+    from games.report import brief_summary, plot_results, summarise_results
 
     _check_output_file(args.output, "--output")
     _check_output_file(args.plot, "--plot")
@@ -356,13 +360,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.curves and Path(args.curves).suffix.lower() not in (".png", ".pdf"):
         raise ValueError(f"--curves must name a .png or .pdf file, got {args.curves!r}.")
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
-    summary, swept = summarise_results(args.results, **trust)
+    if args.records and not (args.curves or args.ladder):
+        import pandas as pd
+
+        # the per-record rows need no summary (nor the game built): they report even where the data set is unknown
+        summary, swept = pd.DataFrame(), list[str]()
+    else:
+        summary, swept = summarise_results(args.results, **trust)
     if args.curves:  # before anything is written (the table, a note): a game without curves is refused in one line
         _check_curves(args.results, swept)
     if args.plot:
         _check_plot(args.results)
     _report_warnings(args.results)
-    table = records_results(args.results, **trust) if args.records else summary
+    table = _records_table(args.results, trust) if args.records else summary
     if not args.records and args.format != "csv":
         table, hidden = brief_summary(args.results, summary, swept)
         if hidden:
@@ -400,6 +410,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
         written = plot_ladder(ladder, args.ladder, title=f"{title}\n{context}", truth_label="analytic ε")
         print(f"ladder written to {written}", file=sys.stderr)
     return 0
+
+
+def _records_table(root: str, trust: dict[str, Any]) -> pd.DataFrame:
+    """``report --records``'s table, a record values warning as one line on stderr."""
+    from games.report import RecordValuesWarning, records_results
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordValuesWarning)
+        table = records_results(root, **trust)
+    for warning in caught:
+        if issubclass(warning.category, RecordValuesWarning):
+            print(f"privgame: {printable(str(warning.message))}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    return table
 
 
 def _check_curves(root: str, swept: Sequence[str]) -> None:

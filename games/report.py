@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     import matplotlib.figure
 
 __all__ = [
+    "RecordValuesWarning",
     "brief_summary",
     "figure_results",
     "ladder_context",
@@ -39,6 +41,14 @@ __all__ = [
     "records_results",
     "summarise_results",
 ]
+
+VALUE_PREFIX = "value."
+"""What ``records_results`` puts before each data column's name (``value.age``): no metric or swept column starts
+with it, so a data column named ``auc`` or ``record`` never clashes with the metric of that name."""
+
+
+class RecordValuesWarning(UserWarning):
+    """The per-record table is reported without the records' values (their population could not be read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +60,9 @@ class _Stored:
     name: str
     swept: tuple[str, ...]
     analyses: tuple[AnalysisSettings, ...]  # each grid point's
-    games: tuple[Game, ...]
+    games: tuple[Game, ...]  # empty when ``unbuilt`` says why they could not be built
     rows: pd.DataFrame
+    unbuilt: str | None = None
 
 
 def _table(value: Any) -> dict[str, Any]:
@@ -75,7 +86,9 @@ def _plugin_hint(named: Sequence[str]) -> str:
     )
 
 
-def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -> _Stored:
+def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *, need_games: bool = True) -> _Stored:
+    """Read ``root`` for a report; with ``need_games=False`` a stored game that cannot be built here (its data set
+    unknown to this install) leaves ``games`` empty and says why in ``unbuilt`` instead of raising."""
     store = ResultsStore(root)
     manifest = store.manifest()
     named = _manifest_plugins(manifest)
@@ -92,18 +105,20 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -
         )
     swept = manifest.get("swept", [])
     swept = tuple(str(s) for s in swept) if isinstance(swept, list) else ()
+    unbuilt = None
     try:
         analyses, games = stored_games(config, swept)
     except ConfigError as exc:
         hint = _plugin_hint(named)
-        message = f"{str(exc).rstrip('.')}{hint}." if hint else str(exc)
-        raise StoreError(f"{root}/manifest.json: {message}") from None
+        message = f"{root}/manifest.json: " + (f"{str(exc).rstrip('.')}{hint}." if hint else str(exc))
+        if need_games:
+            raise StoreError(message) from None
+        analyses, games, unbuilt = (), (), message
     grid = manifest.get("grid")
-    if not isinstance(grid, list) or len(grid) != len(games):
+    if not isinstance(grid, list) or (unbuilt is None and len(grid) != len(games)):
         size = len(grid) if isinstance(grid, list) else grid
-        raise StoreError(
-            f"{root}/manifest.json: grid must list the {len(games)} grid points of its config, got {size!r}."
-        )
+        points = "grid points" if unbuilt else f"{len(games)} grid points of its config"
+        raise StoreError(f"{root}/manifest.json: grid must list the {points}, got {size!r}.")
     rows = store.rows()
     if rows.empty:
         failures = store.failures()
@@ -114,7 +129,7 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False) -
             )
         raise StoreError(f"{root!r} holds no finished trial yet; run `privgame run` first.")
     name = str(manifest.get("name") or _table(config.get("experiment")).get("name", ""))
-    return _Stored(store, manifest, name, swept, analyses, games, rows)
+    return _Stored(store, manifest, name, swept, analyses, games, rows, unbuilt)
 
 
 def summarise_results(
@@ -196,24 +211,97 @@ def _derived(point: Any) -> dict[str, float]:
 
 
 def records_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bool = False) -> pd.DataFrame:
-    """One row per (record, game) of a record-level game's results: the grid point's swept values, then the
-    per-record metrics (``record, game, selection, auc, auc_low, auc_high, accuracy, ..., epsilon_lb``);
-    ``plugins`` and ``trust_plugins`` as in :func:`summarise_results`.
+    """One row per (record, game) of a record-level game's results, with the record's values.
+
+    Parameters
+    ----------
+    root : str
+        The results directory.
+    plugins : sequence of str, default=()
+        As in :func:`summarise_results`.
+    trust_plugins : bool, default=False
+        As in :func:`summarise_results`.
+
+    Returns
+    -------
+    records : DataFrame
+        The grid point's swept values, then the per-record metrics as ``records.parquet`` has them (``trial,
+        record, game, selection, ..., auc, auc_low, auc_high, accuracy, ..., epsilon_lb, claim_applies``), then
+        the record's values: its row of the population the game drew from (the record id is its row number), in
+        the game's ``columns`` (all of them, the label included, when it names none, as the games on trained
+        models do), each named ``value.<column>`` (:data:`VALUE_PREFIX`), categorical values as their labels.
 
     Raises
     ------
     games.store.StoreError
         If ``root`` holds no per-record results (its game is not a record-level game).
+
+    Warns
+    -----
+    RecordValuesWarning
+        When the records' population cannot be read here (a data set this install does not have, a stored game
+        that does not build, record ids beyond the population): the records are returned without their values.
     """
-    stored = _load(root, plugins, trust_plugins)
+    stored = _load(root, plugins, trust_plugins, need_games=False)
     records = stored.store.records()
     if records.empty:
+        game = _table(_table(stored.manifest.get("config")).get("game")).get("name")
         raise StoreError(
             f"{root!r} holds no per-record results: --records needs a record-level game "
-            f"(this experiment's game is {stored.games[0].name!r})."
+            f"(this experiment's game is {game!r})."
         )
-    params = pd.DataFrame([stored.manifest["grid"][int(g)]["params"] for g in records["grid_point"]])
-    return pd.concat([params.reset_index(drop=True), records.drop(columns=["grid_point"])], axis=1)
+    grid = stored.manifest["grid"]
+    points = records["grid_point"].to_numpy(dtype=np.int64)
+    if points.min() < 0 or points.max() >= len(grid):
+        raise StoreError(f"{root}/manifest.json: grid must list grid point {points.max()}, got {len(grid)} points.")
+    params = pd.DataFrame([grid[int(g)]["params"] for g in points])
+    table = pd.concat([params.reset_index(drop=True), records.drop(columns=["grid_point"])], axis=1)
+    reason = stored.unbuilt
+    if reason is None:
+        try:
+            values = _values_of(stored.games, points, records["record"].to_numpy(dtype=np.int64))
+        except Exception as exc:  # whatever stops the population loading here, the records themselves are sound
+            reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            reason = reason.rstrip(".") + _plugin_hint(_manifest_plugins(stored.manifest))
+    if reason is not None:
+        warnings.warn(RecordValuesWarning(f"the records' values are left out ({reason.rstrip('.')})."), stacklevel=2)
+        return table
+    return pd.concat([table, values.add_prefix(VALUE_PREFIX)], axis=1)
+
+
+def _values_of(games: Sequence[Game], points: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
+    """Each record's values (:func:`_record_values`), row for row with ``points`` (its grid point) and ``ids``;
+    where grid points differ in their columns, a column a point lacks is empty on its rows."""
+    parts = []
+    for g in pd.unique(points):
+        at = np.flatnonzero(points == g)
+        part = _record_values(games[int(g)], ids[at])
+        parts.append(part.set_axis(at))
+    if any(list(part.columns) != list(parts[0].columns) for part in parts):
+        parts = [part.astype(object) for part in parts]  # an int column with gaps stays ints, not 35.0
+    return pd.concat(parts).sort_index().reset_index(drop=True)
+
+
+def _record_values(game: Game, ids: np.ndarray) -> pd.DataFrame:
+    """The records ``ids`` as they are in the population ``game`` drew them from: its rows ``ids`` (a record's id
+    is its row number), in the game's ``columns`` (all, the label included, when it names none), read as the
+    record games read them.
+
+    Raises
+    ------
+    ValueError
+        If the game names no data set, or an id is not a row of its population.
+    """
+    from games.record import _population
+
+    data, columns = getattr(game, "data", None), getattr(game, "columns", None)
+    if not isinstance(data, str):
+        raise ValueError(f"game {game.name!r} names no data set")
+    table = _population(data, columns)
+    bad = ids[(ids < 0) | (ids >= len(table))]
+    if bad.size:
+        raise ValueError(f"record ids must be rows of the {data!r} population (0 to {len(table) - 1}), got {bad[0]}")
+    return table.iloc[ids].reset_index(drop=True)
 
 
 def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str | Path) -> Path:

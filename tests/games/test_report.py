@@ -1,20 +1,26 @@
-"""Reading a results directory runs none of its code: plugins named by a manifest are imported only when asked."""
+"""Reading a results directory runs none of its code: plugins named by a manifest are imported only when asked;
+`report --records` carries the records' values."""
 
 from __future__ import annotations
 
 import io
 import json
+import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from games.cli import main
 from games.config import ConfigError, load_config, stored_games
+from games.datasets import load
 from games.registry import GAMES, MECHANISMS
-from games.report import summarise_results
-from games.store import StoreError
+from games.report import RecordValuesWarning, _record_values, records_results, summarise_results
+from games.runner import run_experiment
+from games.store import ResultsStore, StoreError
+from tests.games.conftest import TINY_MODEL_SEEDED
 
 EXPERIMENTS = Path(__file__).parents[2] / "experiments"
 
@@ -252,3 +258,118 @@ def test_report_failing_for_want_of_a_manifest_plugin_names_both_options(plugin,
         assert main(["report", str(out), "--format", "csv", "--trust-plugins"]) == 0
     finally:
         sys.modules.pop("pg_side_registration", None)
+
+
+# -- report --records: the records' values beside their metrics ----------------------------------------------------
+# TINY_MODEL_SEEDED playing both games on two targets: 2 trials, 4 (record, game) rows, in about 2 s.
+def population_table(data: str) -> pd.DataFrame:
+    """The population as shipped, rows numbered from 0 (Adult: train then test): what record ids index."""
+    return load(data, split="all").reset_index(drop=True)
+
+
+TINY_RECORDS = TINY_MODEL_SEEDED.replace('name = "record-model-seeded"', 'name = "record"').replace(
+    "random_targets = 0", "random_targets = 1"
+)
+VALUE_COLUMNS = ["value.age", "value.sex", "value.race"]  # the config's columns = ["age", "sex", "race"]
+
+
+@pytest.fixture(scope="module")
+def records_run(tmp_path_factory) -> Path:
+    """One tiny record run shared by the tests below (each copies it before changing anything)."""
+    root = tmp_path_factory.mktemp("records")
+    config = root / "tiny.toml"
+    config.write_text(TINY_RECORDS)
+    run_experiment(load_config(config), root / "out", progress=False)
+    return root / "out"
+
+
+def test_records_carry_the_population_rows_of_their_ids(records_run):
+    stored = ResultsStore(records_run).records()
+    table = records_results(str(records_run))
+    metrics = list(stored.drop(columns=["grid_point"]).columns)
+    assert list(table.columns) == metrics + VALUE_COLUMNS  # the metrics unchanged and first, the values after
+    pd.testing.assert_frame_equal(table[metrics], stored.drop(columns=["grid_point"]))
+    expected = population_table("adult").loc[stored["record"], ["age", "sex", "race"]].reset_index(drop=True)
+    pd.testing.assert_frame_equal(table[VALUE_COLUMNS], expected.add_prefix("value."))
+    assert isinstance(table["value.sex"].dtype, pd.CategoricalDtype)  # printed as its labels
+
+
+def test_records_csv_is_one_row_per_record_and_game_and_tables_print_labels(records_run, capsys):
+    assert main(["report", str(records_run), "--records", "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    table = pd.read_csv(io.StringIO(out))
+    assert len(table) == 4 and not table.duplicated(["record", "game"]).any()
+    assert set(table["game"]) == {"traditional", "model-seeded"} and table["record"].nunique() == 2
+    population = population_table("adult")
+    for row in table.itertuples(index=False):
+        record = population.loc[row.record]
+        assert (row[-3], row[-2], row[-1]) == (record["age"], record["sex"], record["race"])
+    assert main(["report", str(records_run), "--records", "--format", "markdown"]) == 0
+    header, _, *rows = capsys.readouterr().out.splitlines()
+    assert header.endswith("| claim_applies | value.age | value.sex | value.race |")
+    labels = [row.split(" | ")[-2] for row in rows]
+    assert labels == [str(population.loc[r, "sex"]) for r in table["record"]] and set(labels) <= {"Male", "Female"}
+
+
+def test_value_columns_are_prefixed_so_a_data_column_never_clashes_with_a_metric(records_run, monkeypatch):
+    import games.report
+
+    def clashing(game, ids):  # a data set whose columns are named like the metrics
+        return pd.DataFrame({"record": ids + 1000, "auc": "a label", "game": 7})
+
+    monkeypatch.setattr(games.report, "_record_values", clashing)
+    stored = ResultsStore(records_run).records().drop(columns=["grid_point"])
+    table = records_results(str(records_run))
+    assert list(table.columns) == [*stored.columns, "value.record", "value.auc", "value.game"]
+    pd.testing.assert_frame_equal(table[list(stored.columns)], stored)
+    assert (table["value.record"] == stored["record"] + 1000).all() and (table["value.auc"] == "a label").all()
+
+
+def test_records_of_a_data_set_this_install_lacks_report_without_values(records_run, tmp_path, capsys):
+    out = tmp_path / "stranger"
+    shutil.copytree(records_run, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["config"]["game"]["data"] = "texas"  # a name this install has no data set for
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.warns(RecordValuesWarning, match=r"values are left out \(.*'texas'.*\)"):
+        table = records_results(str(out))
+    stored = ResultsStore(records_run).records().drop(columns=["grid_point"])
+    pd.testing.assert_frame_equal(table, stored)
+    assert main(["report", str(out), "--records", "--format", "csv"]) == 0
+    text, err = capsys.readouterr()
+    assert err.startswith("privgame: the records' values are left out (") and err.count("\n") == 1
+    assert "'texas'" in err and "Traceback" not in err
+    assert list(pd.read_csv(io.StringIO(text)).columns) == list(stored.columns)
+
+
+def test_record_values_of_a_model_game_are_every_column_and_ids_must_be_rows():
+    from games.record import ModelSeededRecordGame
+
+    game = ModelSeededRecordGame(dataset_size=60, auxiliary_size=300, evaluation_size=300, rounds=8)
+    population = population_table("adult")
+    ids = np.array([5, 0, len(population) - 1])
+    values = _record_values(game, ids)
+    assert "income" in values.columns  # the label too: a model game trains on every column
+    pd.testing.assert_frame_equal(values, population.iloc[ids].reset_index(drop=True))
+    with pytest.raises(ValueError, match=r"record ids must be rows of the 'adult' population \(0 to 48841\)"):
+        _record_values(game, np.array([0, len(population)]))
+
+
+def test_grid_points_on_different_columns_leave_the_columns_they_lack_empty():
+    from types import SimpleNamespace
+
+    from games.report import _values_of
+
+    games = (
+        SimpleNamespace(name="record", data="adult", columns=("age", "sex")),
+        SimpleNamespace(name="record", data="adult", columns=("age", "race")),
+    )
+    values = _values_of(games, np.array([0, 1, 0]), np.array([3, 4, 5]))
+    population = population_table("adult")
+    assert list(values.columns) == ["age", "sex", "race"]
+    assert values["age"].tolist() == population["age"].iloc[[3, 4, 5]].tolist()
+    assert all(isinstance(v, int | np.integer) for v in values["age"])  # printed 39, not 39.000
+    assert values["sex"].iloc[[0, 2]].tolist() == population["sex"].iloc[[3, 5]].tolist()
+    assert pd.isna(values["sex"].iloc[1]) and pd.isna(values["race"].iloc[0]) and pd.isna(values["race"].iloc[2])
+    assert values["race"].iloc[1] == population["race"].iloc[4]
