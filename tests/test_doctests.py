@@ -1,4 +1,4 @@
-"""The docstrings' examples run: every ``>>>`` example of the four packages, as part of the default suite.
+"""The docstrings' examples run: every ``>>>`` example of the packages, as part of the default suite.
 
 Modules are found by their text (no import at collection); each is then imported and its examples run with
 :mod:`doctest` (``ELLIPSIS`` on, as pytest's ``--doctest-modules`` has it).  A module that needs an optional extra
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("analysis", "attacks", "games", "mechanisms")
+PACKAGES = ("analysis", "attacks", "games", "mechanisms", "privgame")
 OPTIONAL = {"torch", "pgmpy"}  # the extras a module may need (pyproject's optional dependencies)
 
 

@@ -1,7 +1,8 @@
-"""The direction of imports between the four packages (STYLE.md, "Layout and direction of imports").
+"""The direction of imports between the packages (STYLE.md, "Layout and direction of imports").
 
 ``analysis`` imports nothing of ours; ``mechanisms`` and ``attacks`` may import ``analysis`` but never ``games``;
-``mechanisms`` never imports ``attacks``; ``games`` composes the other three.  Every module of every package is
+``mechanisms`` never imports ``attacks``; ``games`` composes the other three; ``privgame`` (the Python API) may
+import them all, and none of them imports it.  Every module of every package is
 parsed (``ast``, nothing is imported), and every import counts wherever it stands: at module level, inside a
 function (a lazy import is still a dependency), under ``if TYPE_CHECKING:`` (a type-only import still ties the
 lower layer's API to the upper one, and mypy follows it), and ``importlib.import_module("...")`` /
@@ -17,12 +18,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("analysis", "attacks", "games", "mechanisms")
+PACKAGES = ("analysis", "attacks", "games", "mechanisms", "privgame")
 FORBIDDEN = {
-    "analysis": {"attacks", "games", "mechanisms"},
-    "mechanisms": {"attacks", "games"},
-    "attacks": {"games"},
-    "games": set(),
+    "analysis": {"attacks", "games", "mechanisms", "privgame"},
+    "mechanisms": {"attacks", "games", "privgame"},
+    "attacks": {"games", "privgame"},
+    "games": {"privgame"},
+    "privgame": set(),  # the Python API, on top of everything
 }
 
 
