@@ -14,6 +14,7 @@ load when a function is called.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import reprlib
@@ -22,7 +23,7 @@ import sys
 import tempfile
 import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,7 +150,8 @@ def run(
             raise ValueError(f"{problem}.")
         root = Path(out)
         # another experiment's results are refused now, before the analytic ε (a DP-SGD calibration)
-        ResultsStore(root).check_open(experiment.identity, force=force, more_repetitions=True)
+        with _python_terms():
+            ResultsStore(root).check_open(experiment.identity, force=force, more_repetitions=True)
 
     artefacts = None
     if cache:
@@ -157,17 +159,18 @@ def run(
 
         artefacts = ArtefactCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
     try:
-        store = run_experiment(
-            experiment,
-            root,
-            config_bytes=config_bytes,
-            n_jobs=n_jobs,
-            force=force,
-            progress=_progress_default() if progress is None else progress,
-            dask_scheduler=dask_scheduler,
-            cache=artefacts,
-            fail_fast=fail_fast,
-        )
+        with _python_terms():
+            store = run_experiment(
+                experiment,
+                root,
+                config_bytes=config_bytes,
+                n_jobs=n_jobs,
+                force=force,
+                progress=_progress_default() if progress is None else progress,
+                dask_scheduler=dask_scheduler,
+                cache=artefacts,
+                fail_fast=fail_fast,
+            )
     except TrialsFailed as exc:
         if temporary:
             exc.add_note(_first_failure(ResultsStore(root)))
@@ -352,7 +355,8 @@ class Results:
 
         root = self._root()
         self._warn_damaged(root)
-        table, swept = summarise_results(root, **self._trust())
+        with _python_terms():
+            table, swept = summarise_results(root, **self._trust())
         return brief_summary(root, table, swept)[0] if brief else table
 
     def records(self) -> pd.DataFrame:
@@ -376,7 +380,8 @@ class Results:
                 f"records() needs a record-level game (record, record-traditional, record-model-seeded), which "
                 f"keeps one row per target record; this experiment's game is {game!r}."
             )
-        return records_results(root, **self._trust())
+        with _python_terms():
+            return records_results(root, **self._trust())
 
     def trials(self) -> pd.DataFrame:
         """One row per finished trial, as stored (``results.parquet``, docs/results.md): ``trial``,
@@ -420,7 +425,8 @@ class Results:
         problem = plot_problem(root)
         if problem is not None:
             raise ValueError(f"plot() {problem}.")
-        table, swept = summarise_results(root, **self._trust())
+        with _python_terms():
+            table, swept = summarise_results(root, **self._trust())
         return figure_results(root, table, swept, ax=ax)
 
     def _warn_damaged(self, root: str) -> None:
@@ -437,6 +443,37 @@ class Results:
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
+
+
+#: the command's options in the store's and the report's messages, and what this API calls them
+_TERMS = (
+    (re.compile(r"^--out "), "out "),
+    (re.compile(r"--repetitions (\d+)"), r"repetitions=\1"),
+    (re.compile(r"--repetitions\b"), "repetitions"),
+    (re.compile(r"--force\b"), "force=True"),
+    (re.compile(r"--trust-plugins\b"), "trust_plugins=True"),
+    (re.compile(r"--plugins MODULE \.\.\."), "plugins=[MODULE, ...]"),
+    (re.compile(r"--plugins\b"), "plugins"),
+    (re.compile(r"--out\b"), "out"),
+)
+
+
+@contextlib.contextmanager
+def _python_terms() -> Iterator[None]:
+    """Re-raise a config or store error whose message names a command-line option with this API's keyword
+    instead (``--force`` → ``force=True``), the same error type and otherwise the same words."""
+    from games.config import ConfigError
+    from games.store import StoreError
+
+    try:
+        yield
+    except (ConfigError, StoreError) as exc:
+        text = str(exc)
+        for pattern, replacement in _TERMS:
+            text = pattern.sub(replacement, text)
+        if text == str(exc):
+            raise
+        raise type(exc)(text) from None
 
 
 def _check_bool(name: str, value: object) -> None:

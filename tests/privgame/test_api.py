@@ -175,8 +175,22 @@ def test_out_holding_another_experiment_is_refused_unless_force(tmp_path):
     other = small(experiment={"seed": 8})
     with pytest.raises(StoreError) as exc:
         privgame.run(other, out, progress=False)
-    assert "seed" in str(exc.value)
+    assert _one_line(exc) == (
+        f"out {str(out)!r} holds results of a different config (experiment.seed: 7 → 8); use force=True to delete "
+        "them and start over, or choose another out."
+    )
     assert privgame.run(other, out, force=True, progress=False).config["experiment"]["seed"] == 8
+
+
+def test_fewer_repetitions_than_stored_is_refused_in_this_apis_words(tmp_path):
+    out = tmp_path / "out"
+    privgame.run(small(), out, repetitions=4, progress=False)
+    with pytest.raises(StoreError) as exc:
+        privgame.run(small(), out, progress=False)
+    assert _one_line(exc) == (
+        f"out {str(out)!r} holds this experiment with 4 repetitions per grid point; 3 would drop trials: give "
+        "repetitions=4 or more (more adds repetitions)."
+    )
 
 
 def test_the_temporary_directory_goes_with_the_results_object():
