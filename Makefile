@@ -26,9 +26,9 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check analysis games mechanisms attacks tests benchmarks
-	$(BIN)/ruff format --check analysis games mechanisms attacks tests benchmarks
-	$(BIN)/mypy analysis games mechanisms attacks
+	$(BIN)/ruff check analysis games mechanisms attacks tests benchmarks privgame docs/examples
+	$(BIN)/ruff format --check analysis games mechanisms attacks tests benchmarks privgame docs/examples
+	$(BIN)/mypy analysis games mechanisms attacks privgame
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_one_run.py
