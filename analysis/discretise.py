@@ -46,11 +46,13 @@ import math
 import numbers
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from analysis._checks import check_int
 from analysis._memo import BoundedMemo
@@ -169,6 +171,8 @@ class ColumnBins:
 
     def decode(self, codes: NDArray[np.int64], rng: np.random.Generator) -> pd.Categorical | NDArray[Any]:
         """Values for ``codes``: categories, or values drawn uniformly within their bins (one uniform per row)."""
+        import pandas as pd
+
         if self.dtype == "category":
             return pd.Categorical.from_codes(codes, dtype=_categorical_dtype(self.categories, self.ordered))
         edges = np.asarray(self.edges, dtype=np.float64)
@@ -230,6 +234,8 @@ class Discretisation:
         TypeError, ValueError
             If ``data`` is not a valid table (see :func:`check_table`) or does not match the columns.
         """
+        import pandas as pd
+
         table = check_table("data", data)
         if tuple(table.columns) != self.names:
             raise ValueError(f"data must have the columns {list(self.names)}, got {list(table.columns)}.")
@@ -259,6 +265,8 @@ class Discretisation:
         ValueError
             If ``codes`` has the wrong shape or a code out of range.
         """
+        import pandas as pd
+
         arr = np.asarray(codes)
         if arr.ndim != 2 or arr.shape[1] != len(self.columns) or not np.issubdtype(arr.dtype, np.integer):
             raise ValueError(
@@ -280,6 +288,8 @@ class Discretisation:
 @functools.lru_cache(maxsize=256)
 def _categorical_dtype(categories: tuple[Hashable, ...], ordered: bool) -> pd.CategoricalDtype:
     """The ``CategoricalDtype`` of a category list, built once (pandas validates the categories each time)."""
+    import pandas as pd
+
     return pd.CategoricalDtype(categories=list(categories), ordered=ordered)
 
 
@@ -297,6 +307,8 @@ def check_table(name: str, data: Any) -> pd.DataFrame:
     ValueError
         If it has no rows or no columns, duplicate column names, or missing / non-finite values.
     """
+    import pandas as pd
+
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(data).__name__}.")
     if data.shape[0] == 0 or data.shape[1] == 0:
@@ -517,6 +529,8 @@ def _spec_column_bins(name: str, dtype: np.dtype[Any], spec: BinSpec, low: float
 
 
 def _check_bins_columns(table: pd.DataFrame, specs: PublicBins) -> dict[str, BinSpec]:
+    import pandas as pd
+
     numeric = {str(c) for c, t in table.dtypes.items() if not isinstance(t, pd.CategoricalDtype)}
     for column, _ in specs:
         if column not in numeric:
@@ -583,6 +597,8 @@ def _fixed_bins(
     n_bins: int,
     bins: Mapping[str, Any] | Iterable[tuple[str, Any]] | None,
 ) -> Discretisation:
+    import pandas as pd
+
     n = check_int("n_bins", n_bins, low=1)
     bounds = {column: (lo, hi) for column, lo, hi in public_ranges(ranges)}
     specs = _check_bins_columns(table, public_bins(() if bins is None else bins))
@@ -651,6 +667,8 @@ def quantile_bins(
     TypeError, ValueError
         For an invalid table (:func:`check_table`), ``n_bins`` or ``bins`` (as in :func:`fixed_bins`).
     """
+    import pandas as pd
+
     table = check_table("data", data)
     count = check_int("n_bins", n_bins, low=1)
     specs = _check_bins_columns(table, public_bins(() if bins is None else bins))

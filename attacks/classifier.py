@@ -50,7 +50,7 @@ class LabelledExamples:
     Attributes
     ----------
     x : ndarray of shape (n, d), float32
-        The examples, encoded (:mod:`games.features`).
+        The examples, encoded (:mod:`games.datasets.features`).
     y : ndarray of shape (n,), int64
         Their task labels (the target's classes), which the loss needs.
     member : ndarray of shape (n,), bool

@@ -86,7 +86,7 @@ class Knowledge:
     encoder : callable or None, default=None
         The public encoding of records as model inputs, ``encoder(table) -> (x, y)`` (float32 features, int64
         labels), for attacks on trained models: the games on models give the encoding their mechanism's inputs use
-        (:mod:`games.features`, built from the public domain only).  ``None`` for games on tables.
+        (:mod:`games.datasets.features`, built from the public domain only).  ``None`` for games on tables.
     """
 
     auxiliary: pd.DataFrame

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from attacks.lira import LiRA
-from games.features import model_arrays
+from games.datasets.features import model_arrays
 from games.lira import lira_masks
 from mechanisms.training import MLPClassifier, TrainingData
 

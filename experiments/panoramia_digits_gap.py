@@ -22,7 +22,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-from games.features import encode, model_arrays, population_table
+from games.datasets.features import encode, model_arrays, population_table
 from mechanisms.synth.mixture import GaussianMixtureGenerator
 from mechanisms.training.cnn import CNNClassifier
 from mechanisms.training.data import TrainingData

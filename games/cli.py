@@ -8,6 +8,7 @@ Usage::
     privgame report DIR [--records] [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
                     [--plugins MODULE ...] [--trust-plugins]
     privgame list [--plugins MODULE ...]
+    privgame domain FILE.csv|.parquet [--output FILE.domain.toml]
     privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid]
     privgame ladder --plot FILE [--mu 1 2 4] [--n N] [--delta D] [--confidence C]
     privgame synth --generator NAME [--param K=V ...] [--data adult] [--train-rows N] [--sample] [--rows N]
@@ -193,7 +194,13 @@ def _parser() -> argparse.ArgumentParser:
     lad.add_argument("--format", choices=TABLE_FORMATS, default="table")
 
     synth_cli.add_parser(sub)
-    listing = sub.add_parser("list", help="list the registered games, mechanisms and attacks")
+    domain = sub.add_parser(
+        "domain",
+        help="draft a domain file from a data file (read from the private rows: replace with public knowledge)",
+    )
+    domain.add_argument("file", metavar="FILE", help="a .csv (UTF-8) or .parquet data file")
+    domain.add_argument("--output", metavar="FILE", default=None, help="write the draft here instead of stdout")
+    listing = sub.add_parser("list", help="list the registered games, mechanisms, attacks and data sets")
     listing.add_argument(
         "--plugins",
         nargs="+",
@@ -558,6 +565,21 @@ def _cmd_reanalyse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_domain(args: argparse.Namespace) -> int:
+    """``privgame domain FILE``: the draft domain of a data file, headed by the warning that it is not public."""
+    from games.datasets.files import draft_text
+
+    _check_output_file(args.output, "--output")
+    _write_text(args.output, draft_text(args.file))
+    if args.output is not None:
+        print(
+            f"privgame: wrote a DRAFT domain to {printable(args.output)}: it was read from the data; replace its "
+            "categories and ranges with public knowledge before an audit that claims DP.",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from games.registry import ATTACKS, GAMES, MECHANISMS
 
@@ -572,6 +594,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
         width = max((len(name) for name, _ in entries), default=0)
         for name, summary in entries:
             print(printable(f"  {name.ljust(width)}  {summary}"))
+    from games.datasets.dataset import dataset_names, get_dataset
+
+    print("data sets:")
+    names = dataset_names()
+    width = max(len(name) for name in names)
+    for name in names:
+        dataset = get_dataset(name)
+        serves = ", ".join(sorted(dataset.serves))
+        print(printable(f"  {name.ljust(width)}  {dataset.size:,} records ({serves}): {dataset.description}"))
     return 0
 
 
@@ -607,6 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run": _cmd_run,
         "report": _cmd_report,
         "list": _cmd_list,
+        "domain": _cmd_domain,
         "validate": _cmd_validate,
         "ladder": _cmd_ladder,
         "reanalyse": _cmd_reanalyse,

@@ -1,8 +1,9 @@
 """Experiment configs: TOML in, a validated grid of component instances out.
 
-A config has five sections (``docs/config.md`` documents the schema)::
+A config has five sections, and an optional sixth (``docs/config.md`` documents the schema)::
 
     [experiment]  name, seed, repetitions, plugins (optional), description (optional)
+    [data]        (optional) name = a registered data set, or path + domain (+ label, positive): your own file
     [game]        name = registered game, then its parameters
     [mechanism]   name = registered mechanism, then its parameters
     [attack]      name = registered attack, then its parameters
@@ -59,7 +60,9 @@ __all__ = [
 ]
 
 _COMPONENT_SECTIONS: dict[str, Registry[Any]] = {"game": GAMES, "mechanism": MECHANISMS, "attack": ATTACKS}
-_SECTIONS = ("experiment", "game", "mechanism", "attack", "analysis")
+_SECTIONS = ("experiment", "data", "game", "mechanism", "attack", "analysis")
+_OPTIONAL_SECTIONS = ("data", "analysis")
+_DATA_KEYS = ("name", "path", "domain", "label", "positive")
 _EXPERIMENT_KEYS = ("name", "seed", "repetitions", "plugins", "description")
 #: the most grid points a config may have (a product of long lists would otherwise be built point by point, for
 #: hours, before anything else could refuse it)
@@ -128,9 +131,13 @@ class ExperimentConfig:
         The swept parameters, as ``"section.key"``: the components' in file order, then the analysis'.
     grid : tuple of GridPoint
     raw : dict
-        The config as read; stored with the results and hashed to recognise the same experiment.
+        The config as read (a ``[data]`` file's paths made absolute); stored with the results and hashed to
+        recognise the same experiment.
     analysis_sweeps : mapping of str to tuple, default={}
         The swept ``[analysis]`` keys and their values (``{"confidence": (0.9, 0.95)}``).
+    data_source : games.datasets.files.FileSource or None, default=None
+        The user's data file of ``[data] path``, as read and checked (its SHA-256, size and domain); every worker
+        puts it in its catalogue before a trial.
     """
 
     name: str
@@ -142,6 +149,7 @@ class ExperimentConfig:
     grid: tuple[GridPoint, ...]
     raw: Mapping[str, Any]
     analysis_sweeps: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
+    data_source: Any = None
 
     @property
     def n_trials(self) -> int:
@@ -161,7 +169,9 @@ class ExperimentConfig:
         settings and every grid point's components as built (name and every parameter after validation, defaults
         included), in grid order.  Not in it: the name and description, comments, whitespace, key order and how
         a number is spelt (``1`` and ``1.0`` for a float parameter) — nothing that can change a result."""
+        data = {} if self.data_source is None else {"data": self.data_source.identity()}
         return {
+            **data,
             "seed": self.seed,
             "repetitions": self.repetitions,
             "plugins": list(self.plugins),
@@ -320,14 +330,19 @@ def load_config(
             experiment["repetitions"] = check_int(repetitions_option, repetitions, low=1)
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
-    return parse_config(table, repetitions_option=None if repetitions is None else repetitions_option)
+    return parse_config(
+        table, repetitions_option=None if repetitions is None else repetitions_option, base_dir=p.resolve().parent
+    )
 
 
-def parse_config(data: Mapping[str, Any], *, repetitions_option: str | None = None) -> ExperimentConfig:
+def parse_config(
+    data: Mapping[str, Any], *, repetitions_option: str | None = None, base_dir: str | Path | None = None
+) -> ExperimentConfig:
     """Validate a config given as a mapping (the parsed TOML); see the module docstring for the schema.
 
     ``repetitions_option``: the command-line option that set ``[experiment] repetitions``, named in its errors
-    instead of the config key (``privgame run --repetitions``).
+    instead of the config key (``privgame run --repetitions``).  ``base_dir``: what relative ``[data]`` paths are
+    relative to (the config file's folder; default the current directory).
 
     Raises
     ------
@@ -340,13 +355,15 @@ def parse_config(data: Mapping[str, Any], *, repetitions_option: str | None = No
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; allowed sections: {', '.join(_SECTIONS)}.")
     for section in _SECTIONS:
-        if section != "analysis" and section not in data:
+        if section not in _OPTIONAL_SECTIONS and section not in data:
             raise ConfigError(f"missing section [{section}].")
         if not isinstance(data.get(section, {}), Mapping):
             raise ConfigError(f"[{section}] must be a table, got {data[section]!r}.")
 
     name, seed, repetitions, plugins = _parse_experiment(data["experiment"])
-    import_plugins(plugins, source="[experiment] plugins")
+    folder = Path.cwd() if base_dir is None else Path(base_dir)
+    import_plugins(plugins, source="[experiment] plugins", folder=None if base_dir is None else folder)
+    data, source = _data_section(data, folder)
 
     classes: dict[str, type] = {}
     fixed: dict[str, dict[str, Any]] = {}
@@ -399,10 +416,71 @@ def parse_config(data: Mapping[str, Any], *, repetitions_option: str | None = No
         grid=tuple(grid),
         raw=json.loads(json.dumps(data, default=str)),
         analysis_sweeps=analysis_sweeps,
+        data_source=source,
     )
 
 
-def import_plugins(modules: Sequence[str], *, source: str) -> None:
+def _data_section(data: Mapping[str, Any], base_dir: Path) -> tuple[Mapping[str, Any], Any]:
+    """The config with ``[data]`` applied (``[game] data`` set to its data set's name, a file's paths absolute),
+    and the :class:`games.datasets.files.FileSource` of a ``[data] path`` (None for a registered name).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown key, a file or domain that cannot be used (one line naming the file, the column, the row
+        and the value), a name that is not registered, or a data set given twice.
+    """
+    section = data.get("data")
+    if section is None:
+        return data, None
+    unknown = [k for k in section if k not in _DATA_KEYS]
+    if unknown:
+        raise ConfigError(f"[data] unknown key {unknown[0]!r}; allowed keys: {', '.join(_DATA_KEYS)}.")
+    for key, value in section.items():
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"[data] {key} must be a non-empty string, got {value!r}.")
+    game = dict(data["game"])
+    if "data" in game:
+        raise ConfigError(
+            f"[data] and [game] data = {game['data']!r} both name the data set; keep one ([data] for your own file)."
+        )
+    resolved = dict(section)
+    source = None
+    if "path" in section:
+        if "domain" not in section:
+            raise ConfigError("[data] path needs domain = the domain file that declares its columns' public values.")
+        from games.datasets.files import DataFileError, open_source, register_source
+
+        path, domain = (base_dir / section["path"]).resolve(), (base_dir / section["domain"]).resolve()
+        try:
+            source = open_source(
+                path, domain, name=section.get("name"), label=section.get("label"), positive=section.get("positive")
+            )
+            register_source(source)
+        except DataFileError as exc:
+            raise ConfigError(str(exc)) from None
+        resolved.update(path=str(path), domain=str(domain), name=source.name)
+        game["data"] = source.name
+    elif "name" in section:
+        extra = [k for k in ("domain", "label", "positive") if k in section]
+        if extra:
+            raise ConfigError(
+                f"[data] {extra[0]} describes your own file (with path); a registered data set "
+                f"{section['name']!r} has its own."
+            )
+        from games.datasets.dataset import get_dataset
+
+        try:
+            get_dataset(section["name"])
+        except ValueError as exc:
+            raise ConfigError(f"[data] {exc}") from None
+        game["data"] = section["name"]
+    else:
+        raise ConfigError("[data] needs name = a registered data set, or path and domain = your own file.")
+    return {**data, "data": resolved, "game": game}, source
+
+
+def import_plugins(modules: Sequence[str], *, source: str, folder: str | Path | None = None) -> None:
     """Import the plugin modules ``modules`` (each registers its own components).
 
     Importing a module runs its code, with the user's rights: only modules the user chose are imported (a config
@@ -414,12 +492,21 @@ def import_plugins(modules: Sequence[str], *, source: str) -> None:
         Importable module names.
     source : str
         Where the names come from, for messages (``"[experiment] plugins"``, ``"--plugins"``).
+    folder : path or None, default=None
+        A folder searched too, after ``sys.path`` (the config file's: a plugin module beside its config is
+        found; it stays on ``sys.path``, so the loky workers this process starts find it as well).
 
     Raises
     ------
     ConfigError
         If a module cannot be imported (naming it and the reason).
     """
+    if modules and folder is not None:
+        import sys
+
+        place = str(Path(folder).resolve())
+        if place not in sys.path:
+            sys.path.append(place)
     for module in modules:
         try:
             importlib.import_module(module)
@@ -430,7 +517,7 @@ def import_plugins(modules: Sequence[str], *, source: str) -> None:
 
 
 def stored_games(
-    data: Mapping[str, Any], swept: Sequence[str]
+    data: Mapping[str, Any], swept: Sequence[str], data_source: Any = None
 ) -> tuple[tuple[AnalysisSettings, ...], tuple[Game, ...]]:
     """Every grid point's analysis settings and game of a stored config, importing no plugin.
 
@@ -445,6 +532,9 @@ def stored_games(
         The config as :attr:`ExperimentConfig.raw` holds it (a results manifest's ``config``).
     swept : sequence of str
         The swept parameters, as ``"section.key"``, in grid order.
+    data_source : mapping or None, default=None
+        The manifest's ``data_source`` (a ``[data]`` file's description): its data set is put in the catalogue
+        from the description alone, so that the games build without the files.
 
     Returns
     -------
@@ -460,6 +550,13 @@ def stored_games(
     """
     if not isinstance(data, Mapping) or not isinstance(data.get("game"), Mapping):
         raise ConfigError(f"a stored config must hold a [game] table, got {data!r}.")
+    if data_source is not None:
+        from games.datasets.files import DataFileError, FileSource, register_source
+
+        try:
+            register_source(FileSource.from_json(data_source))
+        except DataFileError as exc:
+            raise ConfigError(str(exc)) from None
     cls, params = _resolve("game", GAMES, data["game"])
     sweeps: list[tuple[str, str, list[Any]]] = []
     for item in swept:

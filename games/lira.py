@@ -32,7 +32,6 @@ from mechanisms.cached import cached_release_many
 
 __all__ = ["LiRAGame", "lira_masks"]
 
-DATA = ("adult", "compas")
 _TAG_POOL, _TAG_MASK, _TAG_MODEL, _TAG_ANALYSIS = (0x9001, 0x3A5C, 0x30DE, 0xA7A1)
 MAX_MODELS = 4096
 
@@ -53,8 +52,9 @@ class LiRAGame(Game):
 
     Parameters
     ----------
-    data : {"adult", "compas"}, default="adult"
-        The population, encoded by :mod:`games.features`.
+    data : str, default="adult"
+        The population: a data set that serves features (:func:`games.datasets.check_data`; Adult, COMPAS, the
+        digits or one a plugin registered), encoded by :mod:`games.datasets.features`.
     pool_size : int, default=5000
         N₊, the pool the halves are drawn from (even; at most the population); each model trains on N₊/2.
     n_models : int, default=64
@@ -94,11 +94,9 @@ class LiRAGame(Game):
     n_boot: int = 1000
 
     def __post_init__(self) -> None:
-        from games.features import POPULATION_SIZES
+        from games.datasets.dataset import check_data
 
-        if self.data not in DATA:
-            raise ValueError(f"data must be one of {', '.join(DATA)}, got {self.data!r}.")
-        size = POPULATION_SIZES[self.data]
+        size = check_data(self.data, "features").size
         n = check_int("pool_size", self.pool_size, low=4, high=size)
         if n % 2:
             raise ValueError(f"pool_size must be even (the models train on complementary halves), got {n}.")
@@ -130,7 +128,7 @@ class LiRAGame(Game):
             )
         if not isinstance(attack, LiRA):
             return f"game 'lira' plays the LiRA attack ('lira') on its M models, got attack '{attack.name}'"
-        from games.features import model_problem
+        from games.datasets.features import model_problem
 
         problem = model_problem(mechanism, self.data)
         if problem is not None:
@@ -160,7 +158,7 @@ class LiRAGame(Game):
         context: TrialContext | None = None,
     ) -> TrialOutcome:
         from attacks.lira import LiRA
-        from games.features import model_arrays
+        from games.datasets.features import model_arrays
         from mechanisms.training.data import TrainingData
 
         if not isinstance(attack, LiRA):

@@ -14,7 +14,7 @@ from analysis.multi_run import audit_scores
 from analysis.thresholds import Bonferroni
 from attacks._base import Attack
 from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
-from games.canary_data import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
+from games.datasets.canaries import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
 from mechanisms._base import Mechanism
 
 __all__ = ["MultiRunGame"]
@@ -38,7 +38,7 @@ class MultiRunGame(Game):
         Candidate thresholds of the Clopper–Pearson bound (:class:`analysis.thresholds.Bonferroni`).
     data, train_rows, canary, canary_seed
         The rows and the one canary example a ``"canary-dataset"`` mechanism (DP-SGD) trains on, as
-        :class:`games.one_run.OneRunGame` (:mod:`games.canary_data`) with m = 1; ``data = None`` (the default)
+        :class:`games.one_run.OneRunGame` (:mod:`games.datasets.canaries`) with m = 1; ``data = None`` (the default)
         for ``"canary-bits"`` mechanisms.
 
     Notes

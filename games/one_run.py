@@ -12,7 +12,7 @@ import pandas as pd
 from analysis._checks import check_int
 from attacks._base import Attack
 from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
-from games.canary_data import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
+from games.datasets.canaries import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
 from mechanisms._base import Mechanism
 
 __all__ = ["OneRunGame"]
@@ -35,7 +35,7 @@ class OneRunGame(Game):
     k_neg : int
         The ``k_neg`` lowest scores are guessed "non-member"; ``1 <= k_pos + k_neg <= m``.
     data : {"digits", "adult", "compas"} or None, default=None
-        The data set a ``"canary-dataset"`` mechanism (DP-SGD) trains on (:mod:`games.canary_data`); ``None`` for
+        The data set a ``"canary-dataset"`` mechanism (DP-SGD) trains on (:mod:`games.datasets.canaries`); ``None`` for
         ``"canary-bits"`` mechanisms, which get the membership bits alone.
     train_rows : int, default=1000
         The real training rows: the first ``train_rows`` records of ``data``.

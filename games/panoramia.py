@@ -19,7 +19,7 @@ A trial trains one target model and measures it three ways on the same target:
 Randomness: every stream comes from (the experiment's root entropy, a role tag, the repetition, the sizes that
 determine it), not from the grid point, so grid points that sweep the attack's classifier or m share the target
 (the artefact cache holds it; its training set does not depend on m), the generator's training data and the O(1)
-coins.  Records are the rows of the encoded population (:mod:`games.features`); the generator works on the raw
+coins.  Records are the rows of the encoded population (:mod:`games.datasets.features`); the generator works on the raw
 table and its rows are encoded with the same public encoding.
 
 References
@@ -44,12 +44,11 @@ import pandas as pd
 from analysis._checks import check_int, check_real
 from attacks._base import Attack
 from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keyed_seed, repetition_of, root_entropy
-from games.features import population_table
+from games.datasets.features import population_table
 from mechanisms._base import Mechanism
 
 __all__ = ["PanoramiaGame"]
 
-DATA = ("adult", "compas", "digits")
 _TAG_SPLIT, _TAG_O1, _TAG_TARGET, _TAG_GENERATOR, _TAG_HELPER, _TAG_AUDIT, _TAG_MIA, _TAG_ANALYSIS = (
     0x9A01,
     0x9A02,
@@ -100,10 +99,11 @@ class PanoramiaGame(Game):
 
     Parameters
     ----------
-    data : {"adult", "compas", "digits"}, default="adult"
-        The population (encoded by :mod:`games.features` for the models): Adult or COMPAS records, or
-        scikit-learn's 8×8 digits as 64 pixel columns and the digit (images; generator ``gaussian-mixture``, target
-        ``cnn``).
+    data : str, default="adult"
+        The population, a data set that serves tables and features (:func:`games.datasets.check_data`), encoded by
+        :mod:`games.datasets.features` for the models: Adult or COMPAS records, scikit-learn's 8×8 digits as 64
+        pixel columns and the digit (images; generator ``gaussian-mixture``, target ``cnn``), or one a plugin
+        registered.
     train_size : int, default=10000
         Records the target trains on besides the O(1) candidates it includes (D_train's fixed part).
     generator_rows : int, default=3000
@@ -161,11 +161,9 @@ class PanoramiaGame(Game):
     helper: Mechanism = field(default_factory=_default_helper)
 
     def __post_init__(self) -> None:
-        from games.features import POPULATION_SIZES
+        from games.datasets.dataset import check_data
 
-        if self.data not in DATA:
-            raise ValueError(f"data must be one of {', '.join(DATA)}, got {self.data!r}.")
-        size = POPULATION_SIZES[self.data]
+        size = check_data(self.data, ("table", "features")).size
         train = check_int("train_size", self.train_size, low=2, high=size)
         generator_rows = check_int("generator_rows", self.generator_rows, low=2, high=train)
         m = check_int("m", self.m, low=2, high=size)
@@ -221,7 +219,7 @@ class PanoramiaGame(Game):
                 f"game 'panoramia' fits the learned classifier 'classifier-mia' as MIA and baseline, got "
                 f"'{attack.name}'"
             )
-        from games.features import model_problem
+        from games.datasets.features import model_problem
 
         return model_problem(mechanism, self.data) or model_problem(self.helper, self.data) or self.generator_problem()
 
@@ -236,9 +234,9 @@ class PanoramiaGame(Game):
     # -- play ----------------------------------------------------------------------------------------------------
     def _split(self, entropy: int, repetition: int) -> dict[str, np.ndarray]:
         """The records of each role, as population row numbers (independent of m except D_in and the held-out)."""
-        from games.features import POPULATION_SIZES
+        from games.datasets.dataset import get_dataset
 
-        n = POPULATION_SIZES[self.data]
+        n = get_dataset(self.data).size
         order = _stream(entropy, _TAG_SPLIT, repetition).permutation(n)
         train, o1 = self.train_size, self.o1_candidates
         base = np.sort(order[:train])
@@ -260,7 +258,7 @@ class PanoramiaGame(Game):
         context: TrialContext | None = None,
     ) -> TrialOutcome:
         from attacks.classifier import ClassifierMIA, LabelledExamples
-        from games.features import encode, model_arrays
+        from games.datasets.features import encode, model_arrays
         from mechanisms.cached import cached_release
         from mechanisms.training.data import TrainingData
 

@@ -70,7 +70,6 @@ __all__ = [
 
 GAMES_PLAYED = ("traditional", "model-seeded")
 NEIGHBOURS = ("replace", "add-remove")
-TABLES = ("adult", "compas")
 SELECTIONS = ("achilles", "random", "given")
 TPR_FPRS = (0.01, 0.1)
 _TAG_SETUP, _TAG_ATTACK, _TAG_TRADITIONAL, _TAG_MODEL_SEEDED, _TAG_ANALYSIS = (0x5E7, 0xA7, 0x7D, 0x35, 0xA1)
@@ -81,29 +80,37 @@ MAX_BOOT = 100_000
 _RELATION = {"replace": NeighboringRelation.REPLACE_ONE, "add-remove": NeighboringRelation.ADD_OR_REMOVE_ONE}
 
 
+def _check_columns(data: str, columns: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The game's columns (all of the data set's when ``columns`` is None), checked against its public domain."""
+    from games.datasets.dataset import get_dataset
+
+    known = get_dataset(data).columns
+    if columns is None:
+        return known
+    missing = [c for c in columns if c not in known]
+    if missing:
+        raise ValueError(f"columns must name columns of the {data!r} data ({', '.join(known)}), got {missing[0]!r}.")
+    return columns
+
+
 @lru_cache(maxsize=4)
 def _population(data: str, columns: tuple[str, ...] | None) -> pd.DataFrame:
-    from games.features import population_table
+    from games.datasets.dataset import get_dataset
 
-    table = population_table(data)
+    table = get_dataset(data).table()
     if columns is not None:
-        missing = [c for c in columns if c not in table.columns]
-        if missing:
-            raise ValueError(
-                f"columns must name columns of the {data!r} data ({', '.join(table.columns)}), got {missing[0]!r}."
-            )
-        table = table[list(columns)]
+        table = table[list(_check_columns(data, columns))]
     return table.reset_index(drop=True)
 
 
 def _model_pool(data: str, setup: RecordSetup) -> tuple[Any, np.ndarray]:
     """The pool every round's training set is a mask of, for a trained model: the released dataset and the
-    evaluation pool (every record a round can draw), encoded (:mod:`games.features`), in increasing id order; and
-    the position of each population id in it (−1: not in the pool).  Built once per setup, so its content hash
-    is computed once; a pool smaller than the population keeps DP-SGD's per-row Poisson draws to what a round can
+    evaluation pool (every record a round can draw), encoded (:mod:`games.datasets.features`), in increasing id
+    order; and the position of each population id in it (−1: not in the pool).  Built once per setup, so its content
+    hash is computed once; a pool smaller than the population keeps DP-SGD's per-row Poisson draws to what a round can
     use."""
     if setup.model_pool is None:
-        from games.features import model_arrays
+        from games.datasets.features import model_arrays
         from mechanisms.training.data import TrainingData
 
         arrays = model_arrays(data)
@@ -122,7 +129,7 @@ class _Encoder:
     data: str
 
     def __call__(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        from games.features import encode
+        from games.datasets.features import encode
 
         arrays = encode(table, self.data)
         return arrays.x, arrays.y
@@ -276,16 +283,16 @@ class _RecordGameBase(Game):
     n_boot: int = 1000
 
     def __post_init__(self) -> None:
-        if self.data not in TABLES:
-            raise ValueError(f"data must be one of {', '.join(TABLES)}, got {self.data!r}.")
+        from games.datasets.dataset import check_data
+
+        size = check_data(self.data, "table").size
         if self.columns is not None:
             if not isinstance(self.columns, tuple | list) or not all(isinstance(c, str) for c in self.columns):
                 raise TypeError(f"columns must be a list of column names, got {self.columns!r}.")
             if len(self.columns) == 0 or len(set(self.columns)) != len(self.columns):
                 raise ValueError(f"columns must be distinct and at least one, got {list(self.columns)!r}.")
             object.__setattr__(self, "columns", tuple(self.columns))
-        population = _population(self.data, self.columns)  # checks the columns
-        size = len(population)
+        _check_columns(self.data, self.columns)
         n = check_int("dataset_size", self.dataset_size, low=2, high=size)
         n_aux = check_int("auxiliary_size", self.auxiliary_size, low=n)
         n_eval = check_int("evaluation_size", self.evaluation_size, low=n)
@@ -340,7 +347,7 @@ class _RecordGameBase(Game):
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         """The attack's features of every shadow and round table, plus one generator run on the released rows."""
-        d = len(_population(self.data, self.columns).columns)
+        d = len(_check_columns(self.data, self.columns))
         return attack.memory_bytes(self.mechanism_runs(attack), d) + mechanism.memory_bytes(self.dataset_size * d)
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
@@ -348,10 +355,10 @@ class _RecordGameBase(Game):
         if reason is None and mechanism.input_kind == "dataset" and self.columns is not None:
             return (
                 f"columns must be left out for a trained model (it trains on every column, encoded by "
-                f"games/features.py), got {list(self.columns)!r}"
+                f"games/datasets/features.py), got {list(self.columns)!r}"
             )
         if reason is None and mechanism.input_kind == "dataset":
-            from games.features import model_problem
+            from games.datasets.features import model_problem
 
             reason = model_problem(mechanism, self.data)
         check = getattr(attack, "table_incompatibility", None)

@@ -107,7 +107,7 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *
     swept = tuple(str(s) for s in swept) if isinstance(swept, list) else ()
     unbuilt = None
     try:
-        analyses, games = stored_games(config, swept)
+        analyses, games = stored_games(config, swept, manifest.get("data_source"))
     except ConfigError as exc:
         hint = _plugin_hint(named)
         message = f"{root}/manifest.json: " + (f"{str(exc).rstrip('.')}{hint}." if hint else str(exc))

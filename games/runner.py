@@ -363,8 +363,10 @@ def _worker_lost(job: tuple[Any, ...], exc: BaseException, what: str) -> _Attemp
     return _job_failed(job, error, exc)
 
 
-def _worker_attempt(plugins: tuple[str, ...], *job: Any) -> _Attempt:
-    """:func:`_attempt` in a worker process (loky or Dask), after importing the config's plugins there.
+def _worker_attempt(plugins: tuple[str, ...], source: Any, *job: Any) -> _Attempt:
+    """:func:`_attempt` in a worker process (loky or Dask), after importing the config's plugins there and putting
+    its ``[data]`` file's data set (``source``, a :class:`games.datasets.files.FileSource`, or None) in the
+    catalogue.
 
     Unpickling a trial imports only the modules its components' classes live in; a plugin whose effect is a
     registration (a data set, a patched table, a component another module names) would be missing in a worker and
@@ -373,7 +375,11 @@ def _worker_attempt(plugins: tuple[str, ...], *job: Any) -> _Attempt:
     """
     try:
         import_plugins(plugins, source="[experiment] plugins (in a worker)")
-    except ConfigError as exc:
+        if source is not None:
+            from games.datasets.files import register_source
+
+            register_source(source)
+    except (ConfigError, ValueError) as exc:
         return _job_failed(job, str(exc), exc)
     return _attempt(*job)
 
@@ -501,6 +507,7 @@ def run_manifest(
         "config_hash": config.hash,
         "normalised_config": config.normalised,
         "config": dict(config.raw),
+        **({} if config.data_source is None else {"data_source": config.data_source.to_json()}),
         "name": config.name,
         "seed": config.seed,
         "repetitions": config.repetitions,
@@ -747,7 +754,11 @@ def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult) -> Non
 
 
 def _run_local(
-    jobs: Sequence[tuple[Any, ...]], n_workers: int, on_result: _OnResult, plugins: tuple[str, ...] = ()
+    jobs: Sequence[tuple[Any, ...]],
+    n_workers: int,
+    on_result: _OnResult,
+    plugins: tuple[str, ...] = (),
+    source: Any = None,
 ) -> None:
     """Run ``jobs`` in the parent and, once that has taken a while, on ``n_workers`` loky processes too.
 
@@ -795,7 +806,7 @@ def _run_local(
                 with lock:
                     while queue and len(in_flight) < 2 * n_workers:
                         job = queue.popleft()
-                        in_flight[executor.submit(_worker_attempt, plugins, *job)] = job
+                        in_flight[executor.submit(_worker_attempt, plugins, source, *job)] = job
                 if not in_flight:
                     return
                 done, _ = wait(set(in_flight), timeout=0.2, return_when=FIRST_COMPLETED)
@@ -864,6 +875,7 @@ def _run_dask(
     n_workers: int,
     on_result: _OnResult,
     plugins: tuple[str, ...] = (),
+    source: Any = None,
 ) -> None:
     """Submit every trial to the Dask scheduler at once and store each as it finishes.
 
@@ -877,7 +889,9 @@ def _run_dask(
     with _backend(dask, n_workers) as client:
         run = uuid.uuid4().hex[:8]
         futures = [
-            client.submit(_worker_attempt, plugins, *job, key=f"privgame-trial-{job[1].index:06d}-{run}", pure=False)
+            client.submit(
+                _worker_attempt, plugins, source, *job, key=f"privgame-trial-{job[1].index:06d}-{run}", pure=False
+            )
             for job in jobs
         ]
         try:
@@ -1077,11 +1091,11 @@ def run_experiment(
         with bar, runs_bar:
             if dask is not None:
                 if jobs:
-                    _run_dask(jobs, dask, workers, on_result, config.plugins)
+                    _run_dask(jobs, dask, workers, on_result, config.plugins, config.data_source)
             elif workers == 1 or len(jobs) <= 1:
                 _run_in_parent(jobs, on_result)
             else:
-                _run_local(jobs, workers, on_result, config.plugins)
+                _run_local(jobs, workers, on_result, config.plugins, config.data_source)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             store.write_results()

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 # `privgame --help` builds this sub-command's parser and must not wait for them.
 
 __all__ = [
-    "DATA_TARGETS",
     "OUTPUT_SUFFIXES",
     "add_parser",
     "build_generator",
@@ -64,9 +63,6 @@ __all__ = [
     "training_data",
     "write_table",
 ]
-
-DATA_TARGETS: Mapping[str, str] = {"adult": "income", "compas": "two_year_recid"}
-"""The tabular data sets ``--data`` accepts and the binary column each one's utility metrics predict."""
 
 OUTPUT_SUFFIXES: tuple[str, ...] = (".csv", ".parquet")
 
@@ -86,7 +82,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="generator parameter as a TOML literal, repeatable (--param k=2 --param epsilon=1.0)",
     )
-    p.add_argument("--data", default="adult", help=f"data set: {', '.join(DATA_TARGETS)} (default adult)")
+    p.add_argument(
+        "--data", default="adult", help="a data set that serves tables: adult, compas, or a plugin's (default adult)"
+    )
+    p.add_argument(
+        "--plugins",
+        nargs="+",
+        default=[],
+        metavar="MODULE",
+        help="plugin modules to import first (a plugin generator or data set); importing runs their code",
+    )
     p.add_argument("--train-rows", type=int, default=1000, help="training rows (default 1000)")
     p.add_argument("--sample", action="store_true", help="train on a seeded sample instead of the first rows")
     p.add_argument("--rows", type=int, default=None, help="synthetic rows (default: as many as the training rows)")
@@ -211,14 +216,16 @@ def build_generator(
 
 def training_data(
     data: str, train_rows: int, *, sample: bool = False, rng: np.random.Generator | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame | None, str]:
+) -> tuple[pd.DataFrame, pd.DataFrame | None, str | None]:
     """The training rows and the real test table for ``data``.
 
     Parameters
     ----------
-    data : {"adult", "compas"}
+    data : str
+        A data set that serves tables (:func:`games.datasets.check_data`; Adult, COMPAS, or one a plugin registered).
     train_rows : int
-        Training rows, 1 to the size of the training data (Adult's training split, 32,561; COMPAS, 7,214).
+        Training rows, 1 to the size of the training data (its published training split when it has one, as
+        Adult's 32,561 rows; else every row: COMPAS, 7,214).
     sample : bool, default=False
         Draw the rows at random without replacement (kept in file order) instead of taking the first ones.
     rng : numpy.random.Generator
@@ -229,9 +236,9 @@ def training_data(
     train : DataFrame
         The training rows (index 0..train_rows-1).
     test : DataFrame or None
-        Adult's test split; for COMPAS the rows not used for training (None if every row trained).
-    target : str
-        The column the utility metrics predict.
+        The data set's test split (Adult's); else the rows not used for training (None if every row trained).
+    target : str or None
+        The column the utility metrics predict (the data set's label; None without one).
 
     Raises
     ------
@@ -241,13 +248,17 @@ def training_data(
     import numpy as np
 
     from analysis._checks import check_int
-    from games.datasets import load_adult, load_compas
+    from games.datasets.dataset import check_data
 
-    if data not in DATA_TARGETS:
-        raise ValueError(f"--data must be one of {', '.join(DATA_TARGETS)}, got {data!r}.")
-    pool = load_adult("train") if data == "adult" else load_compas()
+    try:
+        dataset = check_data(data, "table")
+    except ValueError as exc:
+        raise ValueError(f"--{exc}") from None
+    population = dataset.table()
+    split = dataset.train_split
+    pool = population.iloc[:split] if split is not None else population
     n = len(pool)
-    what = "adult's training split" if data == "adult" else "compas"
+    what = f"{data}'s training split" if split is not None else data
     check_int("--train-rows", train_rows, low=1)
     if train_rows > n:
         raise ValueError(f"--train-rows must be at most {n} (the rows of {what}), got {train_rows}.")
@@ -257,14 +268,14 @@ def training_data(
         index = np.sort(rng.choice(n, size=train_rows, replace=False))
     else:
         index = np.arange(train_rows)
-    train = pool.iloc[index].reset_index(drop=True)
+    train = pool.iloc[index].reset_index(drop=True).copy()
     test: pd.DataFrame | None
-    if data == "adult":
-        test = load_adult("test")
+    if split is not None:
+        test = population.iloc[split:].reset_index(drop=True).copy()
     else:
         rest = np.setdiff1d(np.arange(n), index)
-        test = pool.iloc[rest].reset_index(drop=True) if rest.size else None
-    return train, test, DATA_TARGETS[data]
+        test = pool.iloc[rest].reset_index(drop=True).copy() if rest.size else None
+    return train, test, dataset.label
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
@@ -278,6 +289,15 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     else:
         frame.to_parquet(p, index=False)
     return p
+
+
+def _test_description(data: str, test: Any) -> str | None:
+    """What the utility metrics were measured on, for the fidelity JSON."""
+    from games.datasets.dataset import get_dataset
+
+    if get_dataset(data).train_split is not None:
+        return f"{data} test split"
+    return "rows not trained on" if test is not None else None
 
 
 def report_path(out: str | Path) -> Path:
@@ -295,6 +315,10 @@ def run(args: argparse.Namespace) -> int:
     from analysis.fidelity import fidelity_report
     from games.resources import output_file_problem
 
+    if args.plugins:
+        from games.config import import_plugins
+
+        import_plugins(args.plugins, source="--plugins")
     out = Path(args.out)
     _check_suffix(out)
     problem = output_file_problem(out, what="--out", create_parents=True)
@@ -332,9 +356,7 @@ def run(args: argparse.Namespace) -> int:
             "sample": bool(args.sample),
             "seed": seed,
             "seconds": seconds,
-            "test": "adult test split"
-            if args.data == "adult"
-            else ("rows not trained on" if test is not None else None),
+            "test": _test_description(args.data, test),
             **report.to_dict(),
         }
         path = report_path(out)

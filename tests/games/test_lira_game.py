@@ -115,7 +115,7 @@ def test_trees_play_too():
         ({"pool_size": 10**12}, "pool_size must be an integer"),
         ({"n_models": 7}, "n_models must be even"),
         ({"n_models": 2}, "n_models must be an integer"),
-        ({"data": "digits"}, "data must be one of adult, compas"),
+        ({"data": "wine"}, r"data must be one of adult, compas, digits \(data sets that serve features\)"),
         ({"fprs": (0.0, 0.1)}, r"fprs\[0\] must be"),
         ({"fprs": (0.1, 1.0)}, r"fprs\[1\] must be"),
         ({"fprs": (0.1, 0.1)}, "fprs must be distinct"),

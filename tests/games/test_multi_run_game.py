@@ -163,7 +163,7 @@ def test_golden_row_is_pinned_to_its_seed(stored_trial):
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"data": "mnist"}, ValueError, "data must be one of digits, adult, compas"),
+        ({"data": "mnist"}, ValueError, "data must be one of adult, compas, digits"),
         ({"canary": "ood"}, ValueError, "canary must be omitted when data is"),
         (
             {"data": "digits", "train_rows": 1797, "canary": "mislabel"},
@@ -195,7 +195,7 @@ def test_runs_share_the_rows_and_canary_with_their_own_bit():
     j-th child of the mechanism stream, equal to the batched pass."""
     pytest.importorskip("torch")
     from games._base import role_seeds
-    from games.canary_data import canary_data
+    from games.datasets.canaries import canary_data
     from mechanisms.dpsgd.blackbox import DPSGDBlackBox
 
     game = MultiRunGame(runs=4, data="digits", train_rows=80, canary="mislabel", canary_seed=2)

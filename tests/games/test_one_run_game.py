@@ -15,8 +15,8 @@ from scipy import stats
 from analysis.one_run import epsilon_lower_bound
 from attacks import Identity
 from games import AnalysisSettings, OneRunGame, TrialOutcome
-from games.canary_data import canary_data
 from games.datasets import load_digits
+from games.datasets.canaries import canary_data
 from games.testing import check_component
 from mechanisms import GaussianMechanism, RandomizedResponse
 from mechanisms.training.canaries import CanaryMechanism, as_canary_data
@@ -189,7 +189,7 @@ class Unmarked(RandomizedResponse):
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"data": "mnist"}, ValueError, r"data must be one of digits, adult, compas \(or omitted .*\), got 'mnist'"),
+        ({"data": "mnist"}, ValueError, r"data must be one of adult, compas, digits \(or omitted .*\), got 'mnist'"),
         ({"data": "digits", "canary": "poison"}, ValueError, "canary must be one of mislabel, ood .*got 'poison'"),
         ({"canary": "ood"}, ValueError, "canary must be omitted when data is .*got 'ood'"),
         ({"data": "digits", "train_rows": 1798}, ValueError, r"train_rows must be an integer in \[1, 1797\], got 1798"),
@@ -296,8 +296,8 @@ def test_ood_canaries_are_uniform_noise_with_random_labels():
 
 
 def test_compas_rows_and_canaries():
-    from games.canary_data import data_shape
-    from games.features import model_arrays
+    from games.datasets.canaries import data_shape
+    from games.datasets.features import model_arrays
 
     arrays = model_arrays("compas")
     records, features, classes = data_shape("compas")

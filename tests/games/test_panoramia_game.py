@@ -524,7 +524,7 @@ class _PopulationSampler(Mechanism):
     n_rows: int | None = None
 
     def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
-        from games.features import population_table
+        from games.datasets.features import population_table
 
         population = population_table("adult")
         rows = rng.integers(0, len(population), size=self.n_rows or len(data))
@@ -577,7 +577,7 @@ class _JunkMixture(Mechanism):
 
     def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
         from games.datasets import public_domain
-        from games.features import population_table
+        from games.datasets.features import population_table
 
         population = population_table("adult")
         n = self.n_rows or len(data)

@@ -346,7 +346,7 @@ def test_golden_stored_row_of_each_record_game(stored_trial, game, metrics, scor
         ({"rounds": 10**12}, "rounds must be"),
         ({"n_boot": 10**12}, "n_boot must be"),
         ({"vulnerable_targets": 0, "random_targets": 0}, "between 1 and dataset_size"),
-        ({"data": "digits"}, "data must be one of"),
+        ({"data": "wine"}, r"data must be one of adult, compas, digits \(data sets that serve table\), got 'wine'"),
         ({"n_boot": 2}, "n_boot must be"),
         ({"columns": "age"}, "columns must be a list of column names"),
         ({"columns": ()}, "columns must be distinct and at least one"),

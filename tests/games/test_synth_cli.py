@@ -200,7 +200,7 @@ def test_report_compas_uses_the_rows_not_trained_on(tmp_path, capsys):
     [
         (["--generator", "nope"], "--generator must be one of the table generators"),
         (["--generator", "randomized-response", "--param", "epsilon=1"], "is not a table generator"),
-        (["--data", "digits"], "--data must be one of adult, compas, got 'digits'"),
+        (["--data", "wine"], "--data must be one of adult, compas, digits (data sets that serve table), got 'wine'"),
         (["--train-rows", "40000"], "--train-rows must be at most 32561"),
         (["--train-rows", "0"], "--train-rows must be an integer >= 1"),
         (["--param", "label"], "--param must be KEY=VALUE"),

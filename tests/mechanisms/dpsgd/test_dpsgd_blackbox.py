@@ -9,7 +9,7 @@ from scipy import stats
 torch = pytest.importorskip("torch")
 
 from attacks import NegativeLoss  # noqa: E402
-from games.canary_data import canary_data  # noqa: E402
+from games.datasets.canaries import canary_data  # noqa: E402
 from mechanisms.dpsgd.blackbox import DPSGDBlackBox  # noqa: E402
 from mechanisms.dpsgd.classifier import DPSGDClassifier  # noqa: E402
 from mechanisms.training.canaries import CanaryData, CanaryModelRelease  # noqa: E402

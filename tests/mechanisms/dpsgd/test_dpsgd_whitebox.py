@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from analysis.accounting import dpsgd_epsilon  # noqa: E402
 from attacks import Identity  # noqa: E402
 from games import AnalysisSettings, OneRunGame  # noqa: E402
-from games.canary_data import canary_data  # noqa: E402
+from games.datasets.canaries import canary_data  # noqa: E402
 from mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
 from mechanisms.training.canaries import CanaryData  # noqa: E402
 from mechanisms.training.data import TrainingData  # noqa: E402

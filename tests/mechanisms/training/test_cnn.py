@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from games.features import model_arrays  # noqa: E402
+from games.datasets.features import model_arrays  # noqa: E402
 from mechanisms.dpsgd.devices import make_generator  # noqa: E402
 from mechanisms.dpsgd.models import conv_net, digits_cnn  # noqa: E402
 from mechanisms.training.cnn import CNNClassifier, _release  # noqa: E402

@@ -3,10 +3,10 @@
 The one-run and multi-run games take four parameters for it (the auditor's choices, so the game's, not the
 mechanism's):
 
-- ``data``: the data set, ``"digits"`` (scikit-learn's bundled 8×8 digits, :func:`games.datasets.load_digits`,
-  pixels divided by their public maximum 16 so they lie in [0, 1]; 10 classes) or ``"adult"``/``"compas"``
-  (:func:`games.features.model_arrays`, encoded from the public domain; 2 classes); ``None`` for canary-bits
-  mechanisms, which take no data;
+- ``data``: a data set that serves features (:func:`games.datasets.check_data`): ``"digits"`` (scikit-learn's
+  bundled 8×8 digits, pixels divided by their public maximum 16 so they lie in [0, 1]; 10 classes),
+  ``"adult"``/``"compas"`` (2 classes) or one a plugin registered, encoded from its public domain
+  (:meth:`games.datasets.Dataset.features`); ``None`` for canary-bits mechanisms, which take no data;
 - ``train_rows``: the real training rows are the first ``train_rows`` records, always included;
 - ``canary``: the canary examples, for mechanisms that train on them (``canary_examples``): ``"mislabel"``, m of
   the records after the training rows (chosen by a permutation), each with label + 1 mod C, so never a training
@@ -31,7 +31,6 @@ from mechanisms._base import Mechanism
 
 __all__ = [
     "CANARIES",
-    "DATA",
     "canary_data",
     "canary_incompatibility",
     "canary_trial_bytes",
@@ -39,23 +38,21 @@ __all__ = [
     "data_shape",
 ]
 
-DATA = ("digits", "adult", "compas")
 CANARIES = ("mislabel", "ood")
-_DIGITS = (1797, 64, 10)  # records, features, classes of scikit-learn's bundled digits
-_DIGITS_MAX = 16.0  # the digits' public pixel range is 0..16
 
 
 def data_shape(data: str) -> tuple[int, int, int]:
-    """``(records, features, classes)`` of ``data``, from public constants (nothing is loaded or encoded)."""
-    if data == "digits":
-        return _DIGITS
-    from games.datasets import public_domain
-    from games.features import LABELS, POPULATION_SIZES
+    """``(records, features, classes)`` of ``data``, from its public domain and size (nothing is loaded)."""
+    from games.datasets.dataset import get_dataset
 
-    domain, label = public_domain(data), LABELS[data][0]
-    cats = dict(domain.categories)
-    features = sum(len(cats[c]) if c in cats else 1 for c in domain.columns if c != label)
-    return POPULATION_SIZES[data], features, 2
+    dataset = get_dataset(data)
+    return dataset.size, dataset.feature_count(), dataset.n_classes
+
+
+def _feature_sets() -> str:
+    from games.datasets.dataset import dataset_names
+
+    return ", ".join(dataset_names("features"))
 
 
 def check_canary_parameters(
@@ -72,10 +69,13 @@ def check_canary_parameters(
         Naming the parameter, its value and the rule: an unknown ``data`` or ``canary``, a ``canary`` without
         ``data``, ``train_rows`` beyond the data set, or more mislabelled canaries than held-out rows.
     """
-    if data is not None and data not in DATA:
-        raise ValueError(
-            f"data must be one of {', '.join(DATA)} (or omitted for canary-bits mechanisms), got {data!r}."
-        )
+    if data is not None:
+        from games.datasets.dataset import dataset_names
+
+        if not isinstance(data, str) or data not in dataset_names("features"):
+            raise ValueError(
+                f"data must be one of {_feature_sets()} (or omitted for canary-bits mechanisms), got {data!r}."
+            )
     if canary is not None and canary not in CANARIES:
         raise ValueError(f"canary must be one of {', '.join(CANARIES)} (or omitted), got {canary!r}.")
     seed = check_int("canary_seed", canary_seed, low=0)
@@ -119,7 +119,7 @@ def canary_incompatibility(game: str, mechanism: Mechanism, *, data: str | None,
     if data is None:
         return (
             f"mechanism '{mechanism.name}' trains on the game's data: game '{game}' needs data (one of "
-            f"{', '.join(DATA)}), got None"
+            f"{_feature_sets()}), got None"
         )
     if mechanism.canary_examples and canary is None:
         return (
@@ -157,16 +157,12 @@ def canary_data(
 
 
 def _population(data: str) -> tuple[NDArray[np.float32], NDArray[np.int64], int]:
-    """Every record of ``data`` as (features, labels, classes)."""
-    if data == "digits":
-        from games.datasets import load_digits
+    """Every record of ``data`` as (features, labels, classes), encoded from its public domain (the digits' pixels
+    divided by their public maximum 16)."""
+    from games.datasets.dataset import get_dataset
 
-        x, y = load_digits()
-        return (x / _DIGITS_MAX).astype(np.float32), y, _DIGITS[2]
-    from games.features import model_arrays
-
-    arrays = model_arrays(data)
-    return arrays.x, arrays.y, 2
+    arrays = get_dataset(data).features()
+    return arrays.x, arrays.y, arrays.n_classes
 
 
 @functools.lru_cache(maxsize=8)

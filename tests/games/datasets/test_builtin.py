@@ -27,6 +27,7 @@ from games.datasets import (
     DATASETS,
     PublicDomain,
     adult_public_ranges,
+    builtin,
     load,
     load_adult,
     load_breast_cancer,
@@ -196,7 +197,7 @@ def test_public_bins_fit_the_public_ranges_and_keep_the_point_masses() -> None:
 
 
 def test_adult_is_fast_after_first_parse() -> None:
-    datasets._adult_cached.cache_clear()
+    builtin._adult_cached.cache_clear()
     start = time.perf_counter()
     load_adult("train")
     cold = time.perf_counter() - start
@@ -353,12 +354,12 @@ def test_public_domain_validation() -> None:
 def test_unknown_value_is_refused() -> None:
     raw = pd.Series(["Male", " Female", "Other"], dtype="category")
     with pytest.raises(ValueError, match=r"outside its public domain: \['Other'\]"):
-        datasets._to_public_categorical(raw, ("Female", "Male"), column="sex", source="t")
+        builtin._to_public_categorical(raw, ("Female", "Male"), column="sex", source="t")
     with pytest.raises(ValueError, match="empty values"):
-        datasets._to_public_categorical(
+        builtin._to_public_categorical(
             pd.Series(["Male", None], dtype="category"), ("Female", "Male"), column="sex", source="t"
         )
-    ok = datasets._to_public_categorical(raw.iloc[:2], ("Female", "Male"), column="sex", source="t")
+    ok = builtin._to_public_categorical(raw.iloc[:2], ("Female", "Male"), column="sex", source="t")
     assert ok.tolist() == ["Male", "Female"] and list(ok.categories) == ["Female", "Male"]
 
 
