@@ -6,8 +6,13 @@
    1,000 rows, 200 + 200 rounds, all-subsets queries into RandomForest(100, depth 10)), no cache, on this
    machine's cores (target: ≤ 90 s on 2 cores), with the share of the time spent inside the generator.
 
+3. The same target on a user's table of the same size: Adult's rows written to a CSV with Adult's public domain as
+   its domain file, read through ``[data] path`` (``games.datasets.files``), so the work is identical and only the
+   data's route differs (target: no more than on Adult, ``user_over_adult`` ≈ 1).
+
 Ends with one JSON line: ``features_seconds_per_table``, ``features_speedup_vs_loop``, ``target_seconds``,
-``generator_share`` and the sizes.  ``--quick`` shrinks part 2 (for a smoke test).
+``user_table_seconds``, ``user_over_adult``, ``generator_share`` and the sizes.  ``--quick`` shrinks parts 2 and 3
+(for a smoke test).
 """
 
 from __future__ import annotations
@@ -84,14 +89,29 @@ def features(repeats: int) -> tuple[float, float, int]:
     return per_table, loop_seconds, d
 
 
-def one_target(quick: bool) -> dict[str, Any]:
+def user_table(folder: str) -> str:
+    """Adult written as a user's CSV with Adult's public domain as its domain file, registered; its name."""
+    from pathlib import Path
+
+    from games.datasets import public_domain
+    from games.datasets.files import domain_text, open_source, register_source
+
+    data, domain = Path(folder) / "adult_as_user.csv", Path(folder) / "adult_as_user.domain.toml"
+    load_adult("all").to_csv(data, index=False)
+    domain.write_text(domain_text(public_domain("adult")))
+    source = open_source(data, domain, name="adult-as-user")
+    register_source(source)
+    return source.name
+
+
+def one_target(quick: bool, data: str = "adult") -> dict[str, Any]:
     sizes = (
         {"dataset_size": 200, "rounds": 20, "n_shadows": 40}
         if quick
         else {"dataset_size": 1000, "rounds": 200, "n_shadows": 1000}
     )
     game = RecordGames(
-        dataset_size=sizes["dataset_size"], rounds=sizes["rounds"], vulnerable_targets=1, random_targets=0
+        data=data, dataset_size=sizes["dataset_size"], rounds=sizes["rounds"], vulnerable_targets=1, random_targets=0
     )
     attack = CountingQueries(n_shadows=sizes["n_shadows"], n_jobs=os.cpu_count() or 1)
     mechanism = TimedSynthpop()
@@ -127,6 +147,14 @@ def main() -> None:
         f"{target['generator_seconds']:.1f} s in {target['generator_runs']:,} generator runs "
         f"({100 * target['generator_share']:.0f} %)"
     )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        user = one_target(args.quick, user_table(folder))
+    print(
+        f"the same target on Adult read as a user's CSV: {user['target_seconds']:.1f} s "
+        f"({user['target_seconds'] / target['target_seconds']:.2f}x Adult's; AUCs {user['auc']} vs {target['auc']})"
+    )
     print(
         json.dumps(
             {
@@ -135,6 +163,9 @@ def main() -> None:
                 "features_speedup_vs_loop": round(loop_seconds / per_table, 1),
                 "columns": d,
                 "cores": os.cpu_count(),
+                "user_table_seconds": user["target_seconds"],
+                "user_over_adult": round(user["target_seconds"] / target["target_seconds"], 3),
+                "user_same_auc": user["auc"] == target["auc"],
                 **target,
             }
         )

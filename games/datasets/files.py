@@ -6,7 +6,8 @@ The domain file is TOML, one table per column, in the data's column order::
     [columns.age]
     kind = "int"                  # "int", "float" or "category"
     range = [18, 99]              # inclusive public bounds of a numeric column
-    bins = [18, 30, 45, 65]       # optional public bin edges (generators that discretise use them)
+    bins = [18, 30, 45, 65]       # optional public bin edges (generators that discretise use them), or
+                                  # "integers": one bin per integer of the range
 
     [columns.bmi]
     kind = "float"
@@ -152,8 +153,14 @@ def domain_from_table(table: Any, *, source: str, name: str) -> PublicDomain:
             floats.append(column)
         if "bins" in spec:
             edges = spec["bins"]
+            if edges == "integers" and kind == "int":
+                bins.append((column, edges))  # one bin per integer of the range
+                continue
             if not isinstance(edges, list) or not edges:
-                raise DataFileError(f"{where}: bins must be a non-empty list of edges, got {edges!r}.")
+                raise DataFileError(
+                    f"{where}: bins must be a non-empty list of edges (or \"integers\" for an int column), got "
+                    f"{edges!r}."
+                )
             bins.append((column, tuple(edges)))
     try:
         return PublicDomain(name, tuple(columns), tuple(categories), tuple(ranges), tuple(bins), tuple(floats))
@@ -236,8 +243,9 @@ def draft_domain(table: pd.DataFrame, *, name: str = "data") -> PublicDomain:
 # ------------------------------------------------------------------------------------------------------------ data
 
 
-def _read_raw(path: Path) -> pd.DataFrame:
-    """The file's cells as read: a CSV as strings (nothing inferred), a Parquet file as stored."""
+def _read_raw(path: Path, numeric: frozenset[str] = frozenset()) -> pd.DataFrame:
+    """The file's cells as read: a CSV as strings (nothing inferred; the ``numeric`` columns parsed as float64 when
+    every cell of them is a number, else all as strings), a Parquet file as stored."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise DataFileError(f"data file {str(path)!r} must be .csv or .parquet, got {path.suffix or 'no suffix'!r}.")
@@ -258,8 +266,17 @@ def _read_raw(path: Path) -> pd.DataFrame:
         raise DataFileError(
             f"data file {str(path)!r} must be UTF-8 text, got byte {payload[exc.start]:#04x} at offset {exc.start}."
         ) from None
+    options: dict[str, Any] = {"keep_default_na": False, "na_values": [""], "skipinitialspace": True}
     try:
-        raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""], skipinitialspace=True)
+        if numeric:
+            header = pd.read_csv(io.StringIO(text), nrows=0, **options).columns
+            types = {c: (np.float64 if c in numeric else str) for c in header}
+            try:  # the fast route: numbers parsed by the C reader
+                raw = pd.read_csv(io.StringIO(text), dtype=types, **options)
+            except (ValueError, TypeError):  # a cell that is no number: read as text, to name it
+                raw = pd.read_csv(io.StringIO(text), dtype=str, **options)
+        else:
+            raw = pd.read_csv(io.StringIO(text), dtype=str, **options)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise DataFileError(f"data file {str(path)!r} is not a readable CSV: {' '.join(str(exc).split())}.") from None
     if raw.empty:
@@ -278,9 +295,20 @@ def read_table(path: str | Path, domain: PublicDomain) -> pd.DataFrame:
         in an integer column, a value outside its range; an unreadable, empty or non-UTF-8 file.
     """
     p = Path(path)
-    raw = _read_raw(p)
+    numeric = frozenset(c for c, _, _ in domain.ranges)
+    raw = _read_raw(p, numeric)
     names = [str(c) for c in raw.columns]
     source = f"data file {str(p)!r}"
+    text_cells: list[pd.DataFrame] = []
+
+    def token(column: str, row: int) -> Any:
+        """The cell as written in the file (the numbers were parsed on the fast route)."""
+        if raw[column].dtype == object or p.suffix.lower() == ".parquet":
+            return raw[column].iloc[row]
+        if not text_cells:
+            text_cells.append(_read_raw(p))
+        return text_cells[0][column].iloc[row]
+
     missing = [c for c in domain.columns if c not in names]
     if missing:
         raise DataFileError(f"{source} has no column {missing[0]!r}, which its domain declares.")
@@ -307,22 +335,25 @@ def read_table(path: str | Path, domain: PublicDomain) -> pd.DataFrame:
                 raise DataFileError(f"{where}: row {row} has {labels.iloc[row]!r}, not one of its declared categories.")
             out[column] = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(list(cats[column])))
             continue
-        numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+        if values.dtype == np.float64:
+            numbers = values.to_numpy()
+        else:
+            numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(numbers)
         if bad.any():
             row = int(np.argmax(bad))
-            raise DataFileError(f"{where}: row {row} has {values.iloc[row]!r}, not a finite number.")
+            raise DataFileError(f"{where}: row {row} has {token(column, row)!r}, not a finite number.")
         low, high = domain.range_of(column)
         if not domain.is_float(column):
             fractional = numbers != np.round(numbers)
             if fractional.any():
                 row = int(np.argmax(fractional))
-                raise DataFileError(f"{where} is int: row {row} has {values.iloc[row]!r}, which is not an integer.")
+                raise DataFileError(f"{where} is int: row {row} has {token(column, row)!r}, which is not an integer.")
         outside = (numbers < low) | (numbers > high)
         if outside.any():
             row = int(np.argmax(outside))
             raise DataFileError(
-                f"{where}: row {row} has {values.iloc[row]!r}, outside its declared range [{low}, {high}]."
+                f"{where}: row {row} has {token(column, row)!r}, outside its declared range [{low}, {high}]."
             )
         out[column] = numbers if domain.is_float(column) else numbers.astype(np.int64)
     return pd.DataFrame(out, columns=list(domain.columns))
@@ -504,7 +535,9 @@ def open_source(
             )
         if positive is not None and label in dict(domain.categories) and positive not in domain.categories_of(label):
             raise DataFileError(f"[data] positive must be one of the categories of {label!r}, got {positive!r}.")
-    draft = domain_file.read_bytes() == draft_text(data_file).encode()
+    # a draft starts with its header: only then can the file be byte-equal to one (and the draft is computed)
+    written = domain_file.read_bytes()
+    draft = written.startswith(DRAFT_HEADER.encode()) and written == draft_text(data_file).encode()
     return FileSource(
         name=domain.name,
         path=str(data_file.resolve()),

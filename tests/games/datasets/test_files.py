@@ -345,3 +345,14 @@ def test_a_plugin_that_only_registers_a_data_set_works_in_the_workers(tmp_path, 
         assert store.done() == {0, 1} and not store.failures()
     finally:
         sys.modules.pop("pg_coins_data", None)
+
+
+def test_a_domain_written_from_a_public_domain_reads_back_equal(tmp_path):
+    """domain_text and read_domain are inverses, bins included ("integers", repeated edges): Adult's own domain."""
+    from games.datasets import public_domain
+    from games.datasets.files import domain_text
+
+    adult = public_domain("adult")
+    path = tmp_path / "adult.domain.toml"
+    path.write_text(domain_text(adult))
+    assert read_domain(path, name="adult") == adult
