@@ -356,3 +356,34 @@ def test_a_domain_written_from_a_public_domain_reads_back_equal(tmp_path):
     path = tmp_path / "adult.domain.toml"
     path.write_text(domain_text(adult))
     assert read_domain(path, name="adult") == adult
+
+
+def test_a_run_on_a_user_csv_killed_mid_target_resumes_to_the_same_records(tmp_path):
+    """SIGKILL in the middle of the first target, then the same command again: the records equal a clean run's."""
+    import signal
+    import subprocess
+    import time
+
+    plugins = Path(__file__).resolve().parents[1] / "plugins"
+    _write_data(tmp_path)
+    log, out = tmp_path / "calls.log", tmp_path / "out"
+    path = _config(tmp_path)
+    text = path.read_text().replace("seed = 4", 'seed = 4\nplugins = ["record_test_mechanisms"]')
+    text = text.replace('name = "synthpop"', f'name = "test-copy-table"\nlog = "{log}"\nsleep = 0.05')
+    path.write_text(text)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "games.cli", "run", str(path), "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (log.exists() and len(log.read_text().split()) >= 8):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(log.read_text().split()) < 2 * (4 + 6), "the run finished before it could be killed"
+    resumed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    clean = subprocess.run(
+        [*cmd[:-3], "--out", str(tmp_path / "clean"), "--no-progress"], env=env, capture_output=True, timeout=300
+    )
+    assert clean.returncode == 0
+    pd.testing.assert_frame_equal(ResultsStore(out).records(), ResultsStore(tmp_path / "clean").records())
