@@ -83,8 +83,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="generator parameter as a TOML literal, repeatable (--param k=2 --param epsilon=1.0)",
     )
     p.add_argument(
-        "--data", default="adult", help="a data set that serves tables: adult, compas, or a plugin's (default adult)"
+        "--data",
+        default="adult",
+        help="a data set that serves tables (adult, compas, digits, a plugin's), or your own FILE.csv|.parquet with "
+        "--domain (default adult)",
     )
+    p.add_argument("--domain", default=None, metavar="FILE", help="the domain file of --data FILE (docs/datasets.md)")
     p.add_argument(
         "--plugins",
         nargs="+",
@@ -319,6 +323,16 @@ def run(args: argparse.Namespace) -> int:
         from games.config import import_plugins
 
         import_plugins(args.plugins, source="--plugins")
+    if Path(args.data).suffix.lower() in (".csv", ".parquet"):
+        from games.datasets.files import open_source, register_source
+
+        if args.domain is None:
+            raise ValueError(f"--data {args.data!r} is a file: give --domain FILE, its domain file (docs/datasets.md).")
+        source = open_source(args.data, args.domain)
+        register_source(source)
+        args.data = source.name
+    elif args.domain is not None:
+        raise ValueError(f"--domain belongs to --data FILE.csv|.parquet, got --data {args.data!r} (a data set's name).")
     out = Path(args.out)
     _check_suffix(out)
     problem = output_file_problem(out, what="--out", create_parents=True)

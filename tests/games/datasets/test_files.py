@@ -387,3 +387,53 @@ def test_a_run_on_a_user_csv_killed_mid_target_resumes_to_the_same_records(tmp_p
     )
     assert clean.returncode == 0
     pd.testing.assert_frame_equal(ResultsStore(out).records(), ResultsStore(tmp_path / "clean").records())
+
+
+PANORAMIA = """
+[experiment]
+name = "own_panoramia"
+seed = 11
+
+[data]
+path = "{data}"
+domain = "{domain}"
+label = "diagnosis"
+
+[game]
+name = "panoramia"
+train_size = 1200
+generator_rows = 500
+m = 400
+helper_rows = 500
+o1_candidates = 400
+o1_guesses = 50
+
+[game.generator]
+name = "synthpop"
+
+[game.helper]
+name = "mlp"
+hidden = [16]
+epochs = 5
+
+[mechanism]
+name = "mlp"
+hidden = [32]
+epochs = 10
+
+[attack]
+name = "classifier-mia"
+signal = "loss"
+
+[attack.classifier]
+name = "gradient-boosted-trees"
+"""
+
+
+def test_panoramia_plays_on_a_user_csv_with_synthpop_as_its_generator(tmp_path):
+    byo = Path(__file__).resolve().parents[3] / "experiments" / "byo_quick"
+    path = tmp_path / "panoramia.toml"
+    path.write_text(PANORAMIA.format(data=byo / "medical.csv", domain=byo / "medical.domain.toml"))
+    store = run_experiment(load_config(path), tmp_path / "out", progress=False)
+    row = store.rows().iloc[0]
+    assert row["m"] == 400 and 0.0 <= row["target_member_accuracy"] <= 1.0
