@@ -158,8 +158,7 @@ def domain_from_table(table: Any, *, source: str, name: str) -> PublicDomain:
                 continue
             if not isinstance(edges, list) or not edges:
                 raise DataFileError(
-                    f"{where}: bins must be a non-empty list of edges (or \"integers\" for an int column), got "
-                    f"{edges!r}."
+                    f'{where}: bins must be a non-empty list of edges (or "integers" for an int column), got {edges!r}.'
                 )
             bins.append((column, tuple(edges)))
     try:
