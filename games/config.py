@@ -363,7 +363,8 @@ def parse_config(
     name, seed, repetitions, plugins = _parse_experiment(data["experiment"])
     folder = Path.cwd() if base_dir is None else Path(base_dir)
     import_plugins(plugins, source="[experiment] plugins", folder=None if base_dir is None else folder)
-    data, source = _data_section(data, folder)
+    stored, source = _data_section(data, folder)  # what is stored: [data] resolved, [game] as written
+    data = _with_data_name(stored)
 
     classes: dict[str, type] = {}
     fixed: dict[str, dict[str, Any]] = {}
@@ -414,7 +415,7 @@ def parse_config(
         analysis=base,
         swept=(*(f"{s}.{k}" for s, k, _ in sweeps), *(f"analysis.{k}" for k in analysis_sweeps)),
         grid=tuple(grid),
-        raw=json.loads(json.dumps(data, default=str)),
+        raw=json.loads(json.dumps(stored, default=str)),
         analysis_sweeps=analysis_sweeps,
         data_source=source,
     )
@@ -460,7 +461,6 @@ def _data_section(data: Mapping[str, Any], base_dir: Path) -> tuple[Mapping[str,
         except DataFileError as exc:
             raise ConfigError(str(exc)) from None
         resolved.update(path=str(path), domain=str(domain), name=source.name)
-        game["data"] = source.name
     elif "name" in section:
         extra = [k for k in ("domain", "label", "positive") if k in section]
         if extra:
@@ -474,10 +474,17 @@ def _data_section(data: Mapping[str, Any], base_dir: Path) -> tuple[Mapping[str,
             get_dataset(section["name"])
         except ValueError as exc:
             raise ConfigError(f"[data] {exc}") from None
-        game["data"] = section["name"]
     else:
         raise ConfigError("[data] needs name = a registered data set, or path and domain = your own file.")
-    return {**data, "data": resolved, "game": game}, source
+    return {**data, "data": resolved}, source
+
+
+def _with_data_name(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The config with ``[game] data`` set from ``[data] name`` (as stored, a file's name too), for building."""
+    section = data.get("data")
+    if not isinstance(section, Mapping) or "name" not in section or not isinstance(data.get("game"), Mapping):
+        return data
+    return {**data, "game": {**data["game"], "data": section["name"]}}
 
 
 def import_plugins(modules: Sequence[str], *, source: str, folder: str | Path | None = None) -> None:
@@ -557,6 +564,7 @@ def stored_games(
             register_source(FileSource.from_json(data_source))
         except DataFileError as exc:
             raise ConfigError(str(exc)) from None
+    data = _with_data_name(data)
     cls, params = _resolve("game", GAMES, data["game"])
     sweeps: list[tuple[str, str, list[Any]]] = []
     for item in swept:

@@ -437,3 +437,16 @@ def test_panoramia_plays_on_a_user_csv_with_synthpop_as_its_generator(tmp_path):
     store = run_experiment(load_config(path), tmp_path / "out", progress=False)
     row = store.rows().iloc[0]
     assert row["m"] == 400 and 0.0 <= row["target_member_accuracy"] <= 1.0
+
+
+def test_a_user_data_run_is_reanalysed_and_resumed_from_its_stored_config(tmp_path, capsys):
+    """The stored config keeps [data] (its paths absolute) and [game] as written: reanalyse re-reads it, and the
+    same command again resumes the same experiment (nothing to play)."""
+    _write_data(tmp_path)
+    out = tmp_path / "out"
+    assert main(["run", str(_config(tmp_path)), "--out", str(out), "--no-progress"]) == 0
+    stored = ResultsStore(out).manifest()["config"]
+    assert "data" not in stored["game"] and Path(stored["data"]["path"]).is_absolute()
+    assert main(["reanalyse", str(out), "--out", str(tmp_path / "again"), "--confidence", "0.9"]) == 0
+    assert main(["run", str(_config(tmp_path)), "--out", str(out), "--no-progress"]) == 0
+    assert ResultsStore(out).done() == {0, 1}
