@@ -516,8 +516,10 @@ def open_source(
     """
     data_file, domain_file = Path(path), Path(domain_path)
     domain = read_domain(domain_file, name=name or data_file.name.split(".")[0])
-    if not data_file.is_file():
+    if not data_file.exists():
         raise DataFileError(f"data file {str(data_file)!r} does not exist.")
+    if not data_file.is_file():
+        raise DataFileError(f"data file {str(data_file)!r} is not a file.")
     digest = sha256_of(data_file)
     table = _checked_rows(str(data_file), digest, domain)
     if label is not None:
@@ -534,6 +536,12 @@ def open_source(
             )
         if positive is not None and label in dict(domain.categories) and positive not in domain.categories_of(label):
             raise DataFileError(f"[data] positive must be one of the categories of {label!r}, got {positive!r}.")
+        if positive is not None and label not in dict(domain.categories):
+            low, high = domain.range_of(label)
+            if not positive.lstrip("-").isdigit() or not low <= int(positive) <= high:
+                raise DataFileError(
+                    f"[data] positive must be an integer in the range [{low}, {high}] of {label!r}, got {positive!r}."
+                )
     # a draft starts with its header: only then can the file be byte-equal to one (and the draft is computed)
     written = domain_file.read_bytes()
     draft = written.startswith(DRAFT_HEADER.encode()) and written == draft_text(data_file).encode()

@@ -450,3 +450,16 @@ def test_a_user_data_run_is_reanalysed_and_resumed_from_its_stored_config(tmp_pa
     assert main(["reanalyse", str(out), "--out", str(tmp_path / "again"), "--confidence", "0.9"]) == 0
     assert main(["run", str(_config(tmp_path)), "--out", str(out), "--no-progress"]) == 0
     assert ResultsStore(out).done() == {0, 1}
+
+
+def test_a_positive_class_outside_the_label_and_a_folder_for_a_file_are_refused(tmp_path):
+    data, _ = _write_data(tmp_path)
+    with pytest.raises(ConfigError, match=r"positive must be one of the categories of 'diagnosis', got 'ill'"):
+        load_config(_config(tmp_path, 'label = "diagnosis"\npositive = "ill"'))
+    with pytest.raises(ConfigError, match=r"positive must be an integer in the range \[18, 99\] of 'age', got 'x'"):
+        load_config(_config(tmp_path, 'label = "age"\npositive = "x"'))
+    assert load_config(_config(tmp_path, 'label = "diagnosis"\npositive = "sick"')).data_source.positive == "sick"
+    data.unlink()
+    data.mkdir()
+    with pytest.raises(ConfigError, match=r"clinic\.csv' is not a file"):
+        load_config(_config(tmp_path))
