@@ -19,8 +19,12 @@ canary examples for ``"canary-dataset"`` (:class:`mechanisms.training.canaries.C
 (``"per-canary-values"``), of black-box DP-SGD (``"model-with-canaries"``, needs torch), of a trained model
 (``"model"``) and of Synthpop (``"table"``, with the adversary's :class:`attacks.knowledge.Knowledge` for
 shadow-modelling attacks), and a (mechanism, attack) pair per game input kind (a game plays the first pair, in
-the order of its input kinds, that it accepts).  A component of a new kind brings its own samples through the
-``inputs``, ``releases`` and ``partners`` keywords; without them the check fails and says which to pass.
+the order of its input kinds, that it accepts).  ``data="clinic"`` (any registered data set,
+:func:`games.datasets.register_dataset`, or a :class:`games.datasets.Dataset`) builds the table, the model inputs,
+the Synthpop and model releases and the knowledge from 200 of that data set's records instead, so a component
+written for a user's columns (floats, a label of its own) is checked on them.  A component of a new kind brings
+its own samples through the ``inputs``, ``releases`` and ``partners`` keywords; without them the check fails and
+says which to pass.
 
 What is checked
 ---------------
@@ -30,7 +34,12 @@ reads them); immutable, picklable and hashable (joblib sends components to worke
 is equal to itself (a stored config replays it).
 
 Mechanisms: declared input and release kinds; the same ``rng`` seed gives the same release and another seed
-another; ``release_runs`` equals separate releases; ``privacy_claim()`` is a :class:`analysis.accounting.PrivacyClaim`
+another — unless the class declares ``deterministic = True`` (it ignores ``rng`` by design, an exact copy), when
+every seed must give the same release and ``privacy_claim()`` must be ``None``; the release is what its kind
+promises the attacks and the artefact cache (a table: a DataFrame of the input's columns; a model: a
+``ModelRelease`` whose ``to_arrays()`` are plain arrays that ``decode_release`` turns back into the same logits; a
+model with canaries: a ``CanaryModelRelease`` of one canary per bit; per-canary values: one number per canary);
+``release_runs`` equals separate releases; ``privacy_claim()`` is a :class:`analysis.accounting.PrivacyClaim`
 with a ``dp_accounting`` event and neighbouring relation whose ``epsilon(δ)`` is a non-negative number, finite,
 and non-increasing in δ — or ``None``, which the method's return annotation must declare (``-> None`` or
 ``-> PrivacyClaim | None``), so that a forgotten ``return`` is not read as "claims nothing".
@@ -46,6 +55,7 @@ summary scalars.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import pickle
@@ -87,10 +97,68 @@ def _table() -> pd.DataFrame:
     )
 
 
-def _table_release() -> tuple[Any, np.ndarray]:
+def _encode(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The sample table as model inputs: age scaled and the grade one-hot; the label is the sex."""
+    grade = np.eye(5, dtype=np.float32)[table["grade"].cat.codes.to_numpy()]
+    x = np.column_stack([(table["age"].to_numpy(dtype=np.float32) - 17) / 73, grade]).astype(np.float32)
+    return x, table["sex"].cat.codes.to_numpy().astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _Records:
+    """Where the samples' records come from: the built-in sample table, or a registered data set.
+
+    ``table()`` gives N_CANARIES records (a DataFrame, rows 0..N_CANARIES-1); ``encode(table)`` gives them as model
+    inputs ``(x, y)`` with labels in ``0 .. n_classes - 1`` (``None``: the records have no label, so no model input
+    or release can be built from them).
+    """
+
+    name: str
+    table: Callable[[], pd.DataFrame]
+    encode: Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]] | None
+    n_classes: int = 2
+
+    def encoded(self, table: pd.DataFrame, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        if self.encode is None:
+            raise AssertionError(
+                f"the data set {self.name!r} has no label column, so it gives no sample of kind {kind!r}: register "
+                f"it with a label (serves features), or pass that sample yourself"
+            )
+        return self.encode(table)
+
+
+_BUILT_IN = _Records("built-in sample", _table, _encode)
+
+
+def _records(data: Any) -> _Records:
+    """The samples' records drawn from the registered data set ``data`` (a name or a ``Dataset``): N_CANARIES of its
+    rows, chosen by a permutation seeded 0 (the rows' order in a file may be sorted, by class say), encoded for
+    models from its public domain (:meth:`games.datasets.Dataset.encode`)."""
+    from games.datasets.dataset import get_dataset
+
+    dataset = get_dataset(data)
+    if dataset.size < N_CANARIES:
+        raise ValueError(
+            f"data must have at least {N_CANARIES} records to build the samples from, got {dataset.size} in "
+            f"{dataset.name!r}."
+        )
+    picked = np.sort(np.random.default_rng(0).permutation(dataset.size)[:N_CANARIES])
+
+    def table() -> pd.DataFrame:
+        return dataset.table().iloc[picked].reset_index(drop=True)  # a copy: callers may change it
+
+    def encode(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        arrays = dataset.encode(rows)
+        return arrays.x, arrays.y
+
+    labelled = dataset.label is not None
+    return _Records(dataset.name, table, encode if labelled else None, dataset.n_classes if labelled else 2)
+
+
+def _table_release(records: _Records) -> tuple[Any, np.ndarray]:
     from mechanisms.synth import Synthpop
 
-    release = Synthpop().release(_table().iloc[150:170].reset_index(drop=True), rng=np.random.default_rng(1))
+    release = Synthpop().release(records.table().iloc[150:170].reset_index(drop=True), rng=np.random.default_rng(1))
     return release, np.zeros(1, dtype=np.intp)  # a record game scores its one target, row 0 of the knowledge's
 
 
@@ -100,37 +168,31 @@ def _rr_release() -> tuple[Any, np.ndarray]:
     return RandomizedResponse(epsilon=1.0).release(_bits(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
 
 
-def _canary_data() -> Any:
-    """The canary bits over the first 100 rows of the sample table (encoded), with 200 noise canary examples."""
+def _canary_data(records: _Records) -> Any:
+    """The canary bits over the first 100 sample records (encoded), with 200 noise canary examples."""
     from mechanisms.training.canaries import CanaryData
     from mechanisms.training.data import TrainingData
 
-    x, y = _encode(_table().iloc[:100])
+    x, y = records.encoded(records.table().iloc[:100], "canary-dataset")
     rng = np.random.default_rng(0)
     canary_x = rng.random((N_CANARIES, x.shape[1])).astype(np.float32)
-    canary_y = rng.integers(0, 2, N_CANARIES)
-    return CanaryData(_bits(), TrainingData(x, y, np.ones(len(y), dtype=bool)), canary_x, canary_y)
+    canary_y = rng.integers(0, records.n_classes, N_CANARIES)
+    rows = TrainingData(x, y, np.ones(len(y), dtype=bool), n_classes=records.n_classes)
+    return CanaryData(_bits(), rows, canary_x, canary_y)
 
 
-def _model_release() -> tuple[Any, np.ndarray]:
+def _model_release(records: _Records) -> tuple[Any, np.ndarray]:
     from mechanisms.dpsgd.blackbox import DPSGDBlackBox  # needs the torch extra
 
     model = DPSGDBlackBox(noise_multiplier=3.0, steps=5)
-    return model.release(_canary_data(), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
+    return model.release(_canary_data(records), rng=np.random.default_rng(1)), np.arange(0, N_CANARIES, 3)
 
 
-def _encode(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """The sample table as model inputs: age scaled and the grade one-hot; the label is the sex."""
-    grade = np.eye(5, dtype=np.float32)[table["grade"].cat.codes.to_numpy()]
-    x = np.column_stack([(table["age"].to_numpy(dtype=np.float32) - 17) / 73, grade]).astype(np.float32)
-    return x, table["sex"].cat.codes.to_numpy().astype(np.int64)
-
-
-def _dataset() -> Any:
+def _dataset(records: _Records) -> Any:
     from mechanisms.training.data import TrainingData
 
-    x, y = _encode(_table())
-    return TrainingData(x, y, np.arange(N_CANARIES) < N_CANARIES // 2)
+    x, y = records.encoded(records.table(), "dataset")
+    return TrainingData(x, y, np.arange(N_CANARIES) < N_CANARIES // 2, n_classes=records.n_classes)
 
 
 def _small_model() -> Mechanism:
@@ -139,27 +201,31 @@ def _small_model() -> Mechanism:
     return LogisticRegressionClassifier(epochs=2, batch_size=32, learning_rate=0.05)
 
 
-def _trained_model_release() -> tuple[Any, np.ndarray]:
-    return _small_model().release(_dataset(), rng=np.random.default_rng(1)), np.zeros(1, dtype=np.intp)
+def _trained_model_release(records: _Records) -> tuple[Any, np.ndarray]:
+    return _small_model().release(_dataset(records), rng=np.random.default_rng(1)), np.zeros(1, dtype=np.intp)
 
 
-def _knowledge(kind: str = "table") -> Any:
+def _knowledge(records: _Records, kind: str = "table") -> Any:
     from attacks.knowledge import BlackBox, Knowledge
     from mechanisms.synth import Synthpop
 
-    table = _table()
+    table = records.table()
+    aux, target = table.iloc[:150], table.iloc[[N_CANARIES - 1]]
     if kind == "model":
-        return Knowledge(table.iloc[:150], table.iloc[[199]], 20, BlackBox(_small_model()), encoder=_encode)
-    return Knowledge(table.iloc[:150], table.iloc[[199]], 20, BlackBox(Synthpop()))
+        encoder = records.encode
+        if encoder is None:
+            records.encoded(table, kind)  # raises: no model knowledge without a label
+        return Knowledge(aux, target, 20, BlackBox(_small_model()), encoder=encoder)
+    return Knowledge(aux, target, 20, BlackBox(Synthpop()))
 
 
-def _labelled(kind: str = "model") -> Any:
+def _labelled(records: _Records, kind: str = "model") -> Any:
     """Labelled examples for a learned classifier (``needs = "labelled"``): the sample dataset, its include-mask as
     membership, every other record to fit on, and the sample trained model's signal."""
     from attacks.classifier import LabelledExamples
 
-    data = _dataset()
-    release, _ = _trained_model_release()
+    data = _dataset(records)
+    release, _ = _trained_model_release(records)
     return LabelledExamples(data.x, data.y, data.include, np.arange(0, len(data), 2), release)
 
 
@@ -197,18 +263,24 @@ def _table_partners() -> tuple[Mechanism, Attack]:
     return BayNet(k=1), ClosestDistance(n_shadows=4)
 
 
-_INPUTS: dict[str, Callable[[], Any]] = {
-    "canary-bits": _bits,
-    "canary-dataset": _canary_data,
-    "table": _table,
-    "dataset": _dataset,
-}
-_RELEASES: dict[str, Callable[[], tuple[Any, np.ndarray]]] = {
-    "per-canary-values": _rr_release,
-    "model-with-canaries": _model_release,
-    "model": _trained_model_release,
-    "table": _table_release,
-}
+def _inputs(records: _Records) -> dict[str, Callable[[], Any]]:
+    return {
+        "canary-bits": _bits,
+        "canary-dataset": functools.partial(_canary_data, records),
+        "table": records.table,
+        "dataset": functools.partial(_dataset, records),
+    }
+
+
+def _releases(records: _Records) -> dict[str, Callable[[], tuple[Any, np.ndarray]]]:
+    return {
+        "per-canary-values": _rr_release,
+        "model-with-canaries": functools.partial(_model_release, records),
+        "model": functools.partial(_trained_model_release, records),
+        "table": functools.partial(_table_release, records),
+    }
+
+
 _PARTNERS: dict[str, Callable[[], tuple[Mechanism, Attack]]] = {
     "canary-bits": _canary_partners,
     "canary-dataset": _canary_dataset_partners,
@@ -226,7 +298,7 @@ class _Samples:
     releases: Mapping[str, Callable[[], tuple[Any, np.ndarray]]]
     partners: Mapping[str, Callable[[], tuple[Mechanism, Attack]]]
     knowledge: Callable[[str], Any]  # by release kind: a table attack's black box runs a generator, a model's trains
-    labelled: Callable[[str], Any] = _labelled  # by release kind: what a learned classifier is fitted on
+    labelled: Callable[[str], Any]  # by release kind: what a learned classifier is fitted on
 
 
 def _samples(
@@ -234,19 +306,21 @@ def _samples(
     releases: Mapping[str, tuple[Any, Any]] | None,
     partners: Mapping[str, tuple[Mechanism, Attack]] | None,
     knowledge: Any,
+    data: Any = None,
 ) -> _Samples:
     def const(value: Any) -> Callable[[], Any]:
         return lambda: value
 
+    records = _BUILT_IN if data is None else _records(data)
     return _Samples(
-        inputs={**_INPUTS, **{k: const(v) for k, v in (inputs or {}).items()}},
+        inputs={**_inputs(records), **{k: const(v) for k, v in (inputs or {}).items()}},
         releases={
-            **_RELEASES,
+            **_releases(records),
             **{k: const((r, np.asarray(t, dtype=np.intp))) for k, (r, t) in (releases or {}).items()},
         },
         partners={**_PARTNERS, **{k: const(v) for k, v in (partners or {}).items()}},
-        knowledge=_knowledge if knowledge is None else (lambda kind: knowledge),
-        labelled=_labelled if knowledge is None else (lambda kind: knowledge),
+        knowledge=functools.partial(_knowledge, records) if knowledge is None else (lambda kind: knowledge),
+        labelled=functools.partial(_labelled, records) if knowledge is None else (lambda kind: knowledge),
     )
 
 
@@ -410,15 +484,20 @@ def check_rebuilt_from_fields(component: Any, samples: _Samples) -> None:
 
 
 def check_mechanism_kinds(mechanism: Mechanism, samples: _Samples) -> None:
-    """``input_kind`` and ``release_kind`` are non-empty strings (games check them before any work)."""
+    """``input_kind`` and ``release_kind`` are non-empty strings (games check them before any work); ``deterministic``
+    is a bool."""
     for attr in ("input_kind", "release_kind"):
         value = getattr(type(mechanism), attr, None)
         if not isinstance(value, str) or not value:
             raise AssertionError(f"{type(mechanism).__name__}.{attr} must be a non-empty string, got {value!r}")
+    deterministic = getattr(type(mechanism), "deterministic", False)
+    if not isinstance(deterministic, bool):
+        raise AssertionError(f"{type(mechanism).__name__}.deterministic must be True or False, got {deterministic!r}")
 
 
 def check_release_reproducible(mechanism: Mechanism, samples: _Samples) -> None:
-    """The same ``rng`` seed gives the same release; another seed gives another (all randomness from ``rng``)."""
+    """The same ``rng`` seed gives the same release; another seed gives another (all randomness from ``rng``) —
+    or, for a mechanism that declares ``deterministic = True``, the same release for every seed."""
     data = _sample(samples.inputs, mechanism.input_kind, "input", "inputs")
     n = len(data)
     a = _comparable(mechanism.release(data, rng=np.random.default_rng(7)), n)
@@ -428,10 +507,85 @@ def check_release_reproducible(mechanism: Mechanism, samples: _Samples) -> None:
         raise AssertionError(
             f"{_label(mechanism)}: two releases with rng seeded 7 differ: draw every random number from rng"
         )
-    if np.array_equal(a, c, equal_nan=True):
+    same = np.array_equal(a, c, equal_nan=True)
+    if getattr(type(mechanism), "deterministic", False):
+        if not same:
+            raise AssertionError(
+                f"{_label(mechanism)} declares deterministic = True, but releases with rng seeded 7 and 8 differ: "
+                "a deterministic release ignores rng (or drop the declaration and draw its randomness from rng)"
+            )
+    elif same:
         raise AssertionError(
-            f"{_label(mechanism)}: releases with rng seeded 7 and 8 are equal: the release ignores rng"
+            f"{_label(mechanism)}: releases with rng seeded 7 and 8 are equal: the release ignores rng (declare "
+            "deterministic = True if it is deterministic by design)"
         )
+
+
+def check_release_kind(mechanism: Mechanism, samples: _Samples) -> None:
+    """The release is what ``release_kind`` promises the attacks and the artefact cache: a table a DataFrame of
+    its input's columns, a model a ``ModelRelease`` that the cache rebuilds from its plain arrays, a model with
+    canaries a ``CanaryModelRelease`` of one canary per bit, per-canary values one number per canary."""
+    kind = mechanism.release_kind
+    if kind not in ("table", "model", "model-with-canaries", "per-canary-values"):
+        return  # a kind of its own: its attacks say what they need
+    data = _sample(samples.inputs, mechanism.input_kind, "input", "inputs")
+    release = mechanism.release(data, rng=np.random.default_rng(7))
+    where = f"{_label(mechanism)} (release_kind {kind!r})"
+    if kind == "table":
+        if not isinstance(release, pd.DataFrame):
+            raise AssertionError(f"{where} must release a pandas DataFrame, got {type(release).__name__}")
+        if isinstance(data, pd.DataFrame) and list(release.columns) != list(data.columns):
+            raise AssertionError(
+                f"{where} must release a table of its input's columns {list(data.columns)}, got {list(release.columns)}"
+            )
+    elif kind == "model":
+        _check_model_release(where, release, getattr(data, "x", None))
+    elif kind == "model-with-canaries":
+        from mechanisms.training.canaries import CanaryModelRelease
+
+        if not isinstance(release, CanaryModelRelease):
+            raise AssertionError(
+                f"{where} must release a mechanisms.training.canaries.CanaryModelRelease (the model and the "
+                f"canaries), got {type(release).__name__}"
+            )
+        if release.m != len(data):
+            raise AssertionError(
+                f"{where} must release its {len(data)} canaries, one per membership bit, got {release.m}"
+            )
+    else:
+        values = np.asarray(release)
+        if values.shape != (len(data),) or values.dtype.kind not in "biuf":
+            raise AssertionError(
+                f"{where} must release one number per canary, shape ({len(data)},), got {type(release).__name__} "
+                f"{getattr(values, 'dtype', '')} of shape {values.shape}"
+            )
+
+
+def _check_model_release(where: str, release: Any, x: Any) -> None:
+    """A model release the artefact cache can store and rebuild: plain arrays, decoded to the same logits."""
+    from mechanisms.training.release import ModelRelease, decode_release
+
+    if not isinstance(release, ModelRelease):
+        raise AssertionError(
+            f"{where} must release a mechanisms.training.release.ModelRelease, got {type(release).__name__}"
+        )
+    arrays = release.to_arrays()
+    objects = [k for k, v in arrays.items() if np.asarray(v).dtype == object]
+    if objects:
+        raise AssertionError(
+            f"{where}: to_arrays() must give plain arrays (the cache stores an npz, never a pickle), got dtype object "
+            f"in {objects[0]!r}"
+        )
+    try:
+        decoded = decode_release(arrays)
+    except Exception as exc:  # whatever a foreign release's arrays make the decoder raise
+        raise AssertionError(
+            f"{where}: the artefact cache cannot rebuild the release from its to_arrays() "
+            f"({type(exc).__name__}: {exc}); release one of the kinds mechanisms.training.release.decode_release "
+            "rebuilds (a NetworkRelease of one layer is a linear model), built from the fitted parameters"
+        ) from exc
+    if x is not None and not np.array_equal(decoded.logits(x), release.logits(x), equal_nan=True):
+        raise AssertionError(f"{where}: the release rebuilt from its to_arrays() gives other logits than the release")
 
 
 def check_release_runs(mechanism: Mechanism, samples: _Samples) -> None:
@@ -467,6 +621,11 @@ def check_privacy_claim(mechanism: Mechanism, samples: _Samples) -> None:
     """A claim with a ``dp_accounting`` event whose ε(δ) is ≥ 0, finite and non-increasing, or a declared ``None``."""
     cls = type(mechanism)
     claim = mechanism.privacy_claim()
+    if claim is not None and getattr(cls, "deterministic", False):
+        raise AssertionError(
+            f"{cls.__name__} declares deterministic = True and claims privacy ({claim!r}): a deterministic release "
+            "that depends on its input is not differentially private (return None)"
+        )
     if claim is None:
         try:
             hints = typing.get_type_hints(cls.privacy_claim)
@@ -626,7 +785,13 @@ def check_game_play(game: Game, samples: _Samples) -> None:
 # -- the public API -----------------------------------------------------------------------------------------------
 _COMMON = (check_dataclass, check_type_hints, check_frozen, check_picklable_hashable, check_rebuilt_from_fields)
 _BY_KIND: dict[str, tuple[Callable[[Any, _Samples], None], ...]] = {
-    "mechanism": (check_mechanism_kinds, check_release_reproducible, check_release_runs, check_privacy_claim),
+    "mechanism": (
+        check_mechanism_kinds,
+        check_release_reproducible,
+        check_release_kind,
+        check_release_runs,
+        check_privacy_claim,
+    ),
     "attack": (check_attack_kinds, check_attack_scores),
     "game": (check_game_kinds, check_game_play),
 }
@@ -660,6 +825,7 @@ def checks_for(
     releases: Mapping[str, tuple[Any, Any]] | None = None,
     partners: Mapping[str, tuple[Mechanism, Attack]] | None = None,
     knowledge: Any = None,
+    data: Any = None,
 ) -> list[Check]:
     """The checks that apply to ``component`` (see the module docstring), in order.
 
@@ -675,13 +841,24 @@ def checks_for(
     knowledge : attacks.knowledge.Knowledge or attacks.classifier.LabelledExamples, optional
         What a shadow-modelling attack (``needs = "auxiliary"``) or a learned classifier (``needs = "labelled"``)
         is fitted on.
+    data : str or games.datasets.Dataset, optional
+        Build the samples from this registered data set instead of the built-in sample table: 200 of its records
+        (a permutation seeded 0) are the ``"table"`` input, the records of the knowledge and of the sample
+        Synthpop release, and, encoded from its public domain (:meth:`games.datasets.Dataset.encode`; a data set
+        with a label), the ``"dataset"`` and ``"canary-dataset"`` inputs and the sample model releases.  The
+        canary bits and the games' partners do not depend on it (a game plays its own ``data``).
 
     Returns
     -------
     list of Check
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``data`` names no registered data set, or it has fewer than 200 records.
     """
     component = _instance(component)
-    samples = _samples(inputs, releases, partners, knowledge)
+    samples = _samples(inputs, releases, partners, knowledge, data)
     funcs = (*_COMMON, *_BY_KIND[_kind(component)])
     return [Check(f.__name__, f, samples) for f in funcs]
 
@@ -693,7 +870,8 @@ def check_component(component: Any, **samples: Any) -> None:
     ----------
     component : Game, Mechanism or Attack instance (or a class whose parameters all have defaults)
     **samples
-        ``inputs``, ``releases``, ``partners``, ``knowledge``: as :func:`checks_for`.
+        ``inputs``, ``releases``, ``partners``, ``knowledge``, ``data``: as :func:`checks_for`
+        (``check_component(MyGenerator(), data="clinic")`` feeds it 200 rows of the data set ``clinic``).
 
     Raises
     ------

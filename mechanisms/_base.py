@@ -17,6 +17,13 @@ Two class attributes let a game check compatibility before any work runs:
     what it publishes: ``"per-canary-values"`` (one number per canary), ``"model"``
     (:class:`mechanisms.training.release.ModelRelease`), ``"model-with-canaries"`` (a model and the public
     canaries), ``"table"``.
+
+A third says what the contract may expect of its randomness (:mod:`games.testing` checks both ways):
+
+``deterministic`` (default ``False``)
+    ``True`` for a mechanism that ignores ``rng`` by design (an exact copy of its input: the record games' worst
+    case): its release must then be the same for every ``rng``, and it claims no privacy.  ``False``: every random
+    number comes from ``rng``, so the same seed gives the same release and another seed another.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ class Mechanism(ABC):
     name: ClassVar[str]
     input_kind: ClassVar[str]
     release_kind: ClassVar[str]
+    deterministic: ClassVar[bool] = False  # True: the release ignores rng by design (see the module docstring)
 
     @abstractmethod
     def release(self, data: Any, *, rng: np.random.Generator) -> Any:

@@ -24,6 +24,7 @@ from games._base import role_seeds
 from games.registry import MECHANISMS
 from games.testing import check_component, checks_for, parametrize_with_checks
 from mechanisms import Mechanism, RandomizedResponse
+from mechanisms.training import ModelRelease, TrainedModel
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "config.md"
 
@@ -255,6 +256,86 @@ class ChangingClaim(Flip):
         return randomized_response_claim(float(np.random.default_rng().uniform(1, 2)))
 
 
+@dataclass(frozen=True, slots=True)
+class SaysDeterministic(Flip):
+    """Declares itself deterministic but draws noise from rng."""
+
+    deterministic: ClassVar[bool] = True
+
+    def privacy_claim(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DeterministicWithClaim(Flip):
+    """Deterministic (the bits as they are) and claims ε = ln 3 all the same."""
+
+    deterministic: ClassVar[bool] = True
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(data, dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class DeterministicAsText(Flip):
+    """A deterministic flag that is not a bool."""
+
+    deterministic: ClassVar[Any] = "yes"
+
+
+@dataclass(frozen=True, slots=True)
+class OneValueShort(Flip):
+    """Releases one value fewer than there are canaries."""
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> np.ndarray:
+        return Flip.release(self, data, rng=rng)[:-1]
+
+
+@dataclass(frozen=True, slots=True)
+class TableAsArray(Mechanism):
+    """A generator that releases its shuffled rows' values as an array, not a DataFrame."""
+
+    name: ClassVar[str] = "test-table-as-array"
+    input_kind: ClassVar[str] = "table"
+    release_kind: ClassVar[str] = "table"
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> Any:
+        return data.iloc[rng.permutation(len(data))].to_numpy()
+
+    def privacy_claim(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class DotRelease(ModelRelease):
+    """A linear model of a kind of its own (the artefact cache cannot decode it)."""
+
+    kind: ClassVar[str] = "test-dot"
+
+    w: np.ndarray
+    n_features: int = 6
+    n_classes: int = 2
+
+    def logits(self, x: Any) -> np.ndarray:
+        return np.asarray(x, dtype=np.float64) @ self.w
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"kind": np.array(self.kind), "w": self.w}
+
+
+@dataclass(frozen=True, slots=True)
+class OwnModelRelease(TrainedModel):
+    """Trains a random linear model and releases it as a ModelRelease of its own kind."""
+
+    name: ClassVar[str] = "test-own-model-release"
+
+    def train(self, pool: Any, masks: np.ndarray, rngs: Any, *, sizes: Any) -> list[ModelRelease]:
+        return [DotRelease(rng.normal(size=(pool.x.shape[1], pool.n_classes))) for rng in rngs]
+
+    def privacy_claim(self) -> None:
+        return None
+
+
 # -- broken attacks -------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class StrAccepts(Values):
@@ -416,6 +497,12 @@ BROKEN = [
     (NoKinds(), "check_mechanism_kinds", "release_kind must be a non-empty string"),
     (FreshEntropy(), "check_release_reproducible", "two releases with rng seeded 7 differ"),
     (IgnoresRng(), "check_release_reproducible", "release ignores rng"),
+    (SaysDeterministic(), "check_release_reproducible", "declares deterministic = True, but releases with rng seeded"),
+    (DeterministicAsText(), "check_mechanism_kinds", "deterministic must be True or False, got 'yes'"),
+    (DeterministicWithClaim(), "check_privacy_claim", "declares deterministic = True and claims privacy"),
+    (OneValueShort(), "check_release_kind", r"must release one number per canary, shape \(200,\), got ndarray"),
+    (TableAsArray(), "check_release_kind", r"\(release_kind 'table'\) must release a pandas DataFrame, got ndarray"),
+    (OwnModelRelease(), "check_release_kind", "the artefact cache cannot rebuild the release from its to_arrays"),
     (BadBatch(), "check_release_runs", "release_runs' run 1 differs"),
     (ForgotReturn(), "check_privacy_claim", r"returned None but its return annotation \(.*PrivacyClaim.*\) does not"),
     (EpsilonAsClaim(), "check_privacy_claim", "must return an analysis.accounting.PrivacyClaim or None, got 1.0"),
@@ -520,8 +607,8 @@ def test_a_new_kind_brings_its_samples():
     ):
         _check(Counts(), "check_release_reproducible")(Counts())
     given = [c for c in checks_for(Counts(), inputs={"integers": np.arange(10)}) if c.name.startswith("check_release")]
-    assert len(given) == 2
-    for c in given:  # with the sample given, both release checks pass
+    assert len(given) == 3
+    for c in given:  # with the sample given, the release checks pass
         c(Counts())
 
     @dataclass(frozen=True, slots=True)
@@ -564,3 +651,130 @@ def test_the_documented_plugin_example_keeps_the_contract(tmp_path, monkeypatch)
     finally:
         MECHANISMS.unregister(name)
         sys.modules.pop("docs_plugin_example", None)
+
+
+# -- deterministic mechanisms --------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Copy(Mechanism):
+    """Releases its input table unchanged (an exact copy: deterministic by design)."""
+
+    name: ClassVar[str] = "test-copy"
+    input_kind: ClassVar[str] = "table"
+    release_kind: ClassVar[str] = "table"
+    deterministic: ClassVar[bool] = True
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
+        return data.reset_index(drop=True).copy()
+
+    def privacy_claim(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class CopyUndeclared(Copy):
+    """The same exact copy, without declaring that it ignores rng."""
+
+    deterministic: ClassVar[bool] = False
+
+
+def test_copy_generators_keep_the_contract():
+    """An exact copy that declares itself deterministic passes, as does the record tests' CopyTable (which shuffles
+    its rows with rng); the same copy undeclared fails with the way out in the message."""
+    sys.path.insert(0, str(Path(__file__).parent / "plugins"))
+    try:
+        from known_risk_mechanisms import CopyTable
+    finally:
+        sys.path.pop(0)
+    check_component(Copy())
+    check_component(CopyTable())
+    with pytest.raises(AssertionError, match=r"the release ignores rng \(declare deterministic = True if it is"):
+        check_component(CopyUndeclared())
+    assert not Mechanism.deterministic and not RandomizedResponse.deterministic  # randomised unless declared
+
+
+# -- samples from a registered data set ----------------------------------------------------------------------------
+def _ward_rows() -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    n = 400
+    return pd.DataFrame(
+        {
+            "weight": np.round(rng.uniform(40.0, 120.0, n), 1),  # float
+            "stay": rng.integers(1, 31, n),  # int
+            "ward": pd.Categorical.from_codes(rng.integers(0, 3, n), categories=["a", "b", "c"]),
+            "readmitted": pd.Categorical.from_codes(rng.integers(0, 2, n), categories=["no", "yes"]),
+        }
+    )
+
+
+def _ward(name: str = "test-ward", *, label: str | None = "readmitted", rows: Callable[[], pd.DataFrame] = _ward_rows):
+    from games.datasets import Dataset, PublicDomain, register_dataset
+
+    domain = PublicDomain(
+        name,
+        ("weight", "stay", "ward", "readmitted"),
+        (("ward", ("a", "b", "c")), ("readmitted", ("no", "yes"))),
+        (("weight", 30.0, 150.0), ("stay", 1, 60)),
+        floats=("weight",),
+    )
+    serves = frozenset({"table", "features"}) if label else frozenset({"table"})
+    size = len(rows())
+    return register_dataset(
+        Dataset(name, domain, size, rows, label=label, positive="yes" if label else None, serves=serves)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WardNoise(Mechanism):
+    """Adds Gaussian noise to the ward data set's float column ``weight`` (refuses a table without it)."""
+
+    name: ClassVar[str] = "test-ward-noise"
+    input_kind: ClassVar[str] = "table"
+    release_kind: ClassVar[str] = "table"
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
+        if data["weight"].dtype != np.float64 or data["stay"].dtype != np.int64:
+            raise TypeError("weight must be float64 and stay int64")
+        return data.assign(weight=data["weight"] + rng.normal(0.0, 1.0, len(data))).reset_index(drop=True)
+
+    def privacy_claim(self) -> None:
+        return None
+
+
+def test_samples_from_a_registered_data_set_with_float_and_int_columns():
+    from attacks import ClosestDistance
+    from attacks.lira import LiRA
+    from mechanisms.training import GradientBoostedTrees
+
+    dataset = _ward()
+    with pytest.raises(AssertionError, match=r"check_release_reproducible: raised KeyError: 'weight'"):
+        check_component(WardNoise())  # the built-in sample table has no such column
+    check_component(WardNoise(), data="test-ward")
+    check_component(WardNoise(), data=dataset)  # the Dataset itself works too
+    check_component(GradientBoostedTrees(max_iter=5), data="test-ward")  # "dataset" input: its encoded records
+    check_component(ClosestDistance(n_shadows=4), data="test-ward")  # a Synthpop release of its rows
+    check_component(LiRA(n_shadows=4), data="test-ward")  # a model trained on its encoding, its encoder
+
+    (table_check,) = [c for c in checks_for(WardNoise(), data="test-ward") if c.name == "check_release_reproducible"]
+    sample = table_check.samples.inputs["table"]()
+    assert len(sample) == 200 and sample.dtypes.to_dict() == dataset.table().dtypes.to_dict()
+    assert sample.merge(dataset.table(), how="left", indicator=True)["_merge"].eq("both").all()  # its own rows
+    pool = table_check.samples.inputs["dataset"]()
+    assert pool.x.shape == (200, dataset.feature_count()) and set(np.unique(pool.y)) == {0, 1}
+
+
+def test_samples_from_a_data_set_say_what_is_missing():
+    from mechanisms.training import GradientBoostedTrees
+
+    with pytest.raises(ValueError, match=r"data must be one of adult, .*, got 'no-such-set'"):
+        check_component(WardNoise(), data="no-such-set")
+
+    def few() -> pd.DataFrame:
+        return _ward_rows().iloc[:50]
+
+    _ward("test-ward-few", rows=few)
+    with pytest.raises(ValueError, match=r"data must have at least 200 records .*, got 50 in 'test-ward-few'"):
+        check_component(WardNoise(), data="test-ward-few")
+    _ward("test-ward-unlabelled", label=None)
+    check_component(WardNoise(), data="test-ward-unlabelled")  # a table needs no label
+    with pytest.raises(AssertionError, match=r"'test-ward-unlabelled' has no label column, so it gives no sample"):
+        check_component(GradientBoostedTrees(max_iter=5), data="test-ward-unlabelled")
