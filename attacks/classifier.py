@@ -105,6 +105,12 @@ class ClassifierMIA(Attack):
                 "classifier must be a trained-model mechanism (input 'dataset': gradient-boosted-trees, "
                 f"logistic-regression, mlp), got {getattr(self.classifier, 'name', self.classifier)!r}."
             )
+        if callable(getattr(self.classifier, "reads_columns", None)) and self.classifier.reads_columns():  # type: ignore[attr-defined]
+            raise ValueError(
+                "classifier must read the encoded features (its inputs are an example and a model's signal, which "
+                f"have no columns of their own), got {self.classifier.name!r} reading the records' own columns "
+                "(features = 'raw')."
+            )
         if self.signal not in SIGNALS:
             raise ValueError(f"signal must be one of {', '.join(SIGNALS)}, got {self.signal!r}.")
         if not isinstance(self.use_input, bool):
@@ -140,7 +146,10 @@ class ClassifierMIA(Attack):
         if labels.min(initial=1) == labels.max(initial=0):
             raise ValueError("the classifier's training examples must hold both members and non-members.")
         features = self.features(knowledge.model, knowledge.x[train], knowledge.y[train])
-        data = TrainingData(features, labels, np.ones(train.size, dtype=bool))
+        # the classifier is queried on every example's features (score): declared, for a classifier released as
+        # its answers on given records (sklearn), computed as score computes them for such a classifier
+        every = self.features(knowledge.model, knowledge.x, knowledge.y)
+        data = TrainingData(features, labels, np.ones(train.size, dtype=bool), queries=every)
         fitted = self.classifier.release(data, rng=rng)
         return FittedClassifierMIA(self, fitted, knowledge.x, knowledge.y)
 
@@ -161,6 +170,11 @@ class FittedClassifierMIA:
 
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
         """P(member) of the examples ``targets`` under the signal of ``release`` (higher = member)."""
+        from mechanisms.training.release import LookupRelease
+
         idx = np.asarray(targets, dtype=np.intp)
-        features = self.attack.features(release, self.x[idx], self.y[idx])
+        if isinstance(self.classifier, LookupRelease):  # found by their exact bytes: computed as fit declared them
+            features = self.attack.features(release, self.x, self.y)[idx]
+        else:
+            features = self.attack.features(release, self.x[idx], self.y[idx])
         return np.asarray(self.classifier.probabilities(features)[:, 1], dtype=np.float64)

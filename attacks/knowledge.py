@@ -87,6 +87,10 @@ class Knowledge:
         The public encoding of records as model inputs, ``encoder(table) -> (x, y)`` (float32 features, int64
         labels), for attacks on trained models: the games on models give the encoding their mechanism's inputs use
         (:mod:`games.datasets.features`, built from the public domain only).  ``None`` for games on tables.
+    raw_columns : callable or None, default=None
+        ``raw_columns(table) -> DataFrame``: the records as the data set's own columns, the label left out, as a
+        model that does its own preprocessing reads them (``TrainingData.frame``; ``sklearn`` with
+        ``features = "raw"``).  Given with ``encoder`` by the games on trained models.
     """
 
     auxiliary: pd.DataFrame
@@ -95,6 +99,7 @@ class Knowledge:
     oracle: BlackBox
     neighbours: str = "replace"
     encoder: Callable[[pd.DataFrame], tuple[NDArray[np.float32], NDArray[np.int64]]] | None = None
+    raw_columns: Callable[[pd.DataFrame], pd.DataFrame] | None = None
 
     def __post_init__(self) -> None:
         for name in ("auxiliary", "targets"):
@@ -112,6 +117,8 @@ class Knowledge:
             raise TypeError(f"oracle must be a BlackBox, got {type(self.oracle).__name__}.")
         if self.encoder is not None and not callable(self.encoder):
             raise TypeError(f"encoder must be callable or None, got {type(self.encoder).__name__}.")
+        if self.raw_columns is not None and not callable(self.raw_columns):
+            raise TypeError(f"raw_columns must be callable or None, got {type(self.raw_columns).__name__}.")
         if self.neighbours not in ("replace", "add-remove"):
             raise ValueError(f"neighbours must be one of replace, add-remove, got {self.neighbours!r}.")
 

@@ -373,6 +373,8 @@ class LiRA(Attack):
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedLiRA:
         """Train ``n_shadows`` shadow models on auxiliary datasets with and without each target; fit the Gaussians."""
+        import pandas as pd
+
         from mechanisms.training.data import TrainingData
 
         know: Knowledge = require_knowledge(knowledge, self.name)
@@ -396,7 +398,13 @@ class LiRA(Attack):
         n_t = t_x.shape[0]
         half = self.n_shadows // 2
         root = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
-        base = TrainingData(pool_x, pool_y, np.ones(pool_x.shape[0], dtype=bool), n_classes=n_classes, size=n)
+        # a shadow is queried on its target, which is in its pool (a model released on given records answers)
+        frame = None
+        if know.raw_columns is not None:
+            frame = know.raw_columns(pd.concat([know.auxiliary, know.targets], ignore_index=True))
+        base = TrainingData(
+            pool_x, pool_y, np.ones(pool_x.shape[0], dtype=bool), n_classes=n_classes, size=n, frame=frame
+        )
         own = np.empty((self.n_shadows, n_t))
         member = np.arange(self.n_shadows)[:, None].repeat(n_t, 1) < half  # shadows 0 .. S/2 − 1 hold the target
         for t, target_seed in enumerate(root.spawn(n_t)):

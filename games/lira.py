@@ -158,7 +158,7 @@ class LiRAGame(Game):
         context: TrialContext | None = None,
     ) -> TrialOutcome:
         from attacks.lira import LiRA
-        from games.datasets.features import model_arrays
+        from games.datasets.features import model_arrays, population_table, raw_columns
         from mechanisms.training.data import TrainingData
 
         if not isinstance(attack, LiRA):
@@ -174,7 +174,10 @@ class LiRAGame(Game):
         train = self.pool_size // 2
         cache = None if context is None else context.cache
         progress = None if context is None else context.progress
-        base = TrainingData(x, y, masks[0], size=train)  # hashed once: every model's key shares its pool hash
+        # hashed once: every model's key shares its pool hash.  The models are queried on the pool only; its
+        # records' own columns go along for a model that reads them (sklearn's features = "raw")
+        frame = raw_columns(population_table(self.data).iloc[pool], self.data)
+        base = TrainingData(x, y, masks[0], size=train, frame=frame)
         confidence = np.empty((self.n_models, self.pool_size))
         accuracy = np.empty((2, self.n_models))
         for start in range(0, self.n_models, self.batch):

@@ -258,7 +258,7 @@ class PanoramiaGame(Game):
         context: TrialContext | None = None,
     ) -> TrialOutcome:
         from attacks.classifier import ClassifierMIA, LabelledExamples
-        from games.datasets.features import encode, model_arrays
+        from games.datasets.features import encode, model_arrays, raw_columns
         from mechanisms.cached import cached_release
         from mechanisms.training.data import TrainingData
 
@@ -268,24 +268,12 @@ class PanoramiaGame(Game):
         rep = repetition_of(seed)
         cache = None if context is None else context.cache
         population = model_arrays(self.data)
-        roles = self._split(entropy, rep)
-
-        # the target: the fixed part and the O(1) candidates drawn in on fair coins, before it trains
-        o1_in = _stream(entropy, _TAG_O1, rep, self.train_size, self.o1_candidates).random(roles["o1"].size) < 0.5
-        pool_ids = np.sort(np.concatenate([roles["base"], roles["o1"]]))  # not m's records: sweeping m keeps it
-        position = np.full(population.y.shape[0], -1, dtype=np.int64)
-        position[pool_ids] = np.arange(pool_ids.size)
-        include = np.zeros(pool_ids.size, dtype=bool)
-        include[position[roles["base"]]] = True
-        include[position[roles["o1"][o1_in]]] = True
-        pool = TrainingData(population.x[pool_ids], population.y[pool_ids], include, n_classes=population.n_classes)
-        target_seed = keyed_seed(entropy, _TAG_TARGET, rep, self.train_size, self.o1_candidates)
-        target = cached_release(mechanism, pool, seed=target_seed, cache=cache)
-        if context is not None:
-            context.advance(1)
-
-        # phase 1: the generator on D_G, m audit non-members and the helper's rows, drawn apart
         table = population_table(self.data)
+        roles = self._split(entropy, rep)
+        members, held = roles["members"], roles["held_out"]
+
+        # phase 1: the generator on D_G, m audit non-members and the helper's rows, drawn apart (before the target
+        # trains: the target is queried on the non-members, which a model released on given records must know)
         d_g = table.iloc[roles["generator"]].reset_index(drop=True)
         generator = self.generator
         wanted = self.m + self.helper_rows
@@ -295,19 +283,51 @@ class PanoramiaGame(Game):
         synthetic = cached_release(generator, d_g, seed=generator_seed, cache=cache)
         if len(synthetic) < wanted:
             raise ValueError(f"generator '{generator.name}' gave {len(synthetic)} rows, {wanted} were asked.")
-        generated = encode(synthetic.iloc[:wanted].reset_index(drop=True), self.data)
+        synthetic = synthetic.iloc[:wanted].reset_index(drop=True)
+        generated = encode(synthetic, self.data)
         x_out, y_out = generated.x[: self.m], generated.y[: self.m]
+        raw_out = raw_columns(synthetic.iloc[: self.m], self.data)
+
+        # the target: the fixed part and the O(1) candidates drawn in on fair coins, before it trains; besides its
+        # pool it is queried on the generated non-members and the real held-out records (RM;RN, its accuracy)
+        o1_in = _stream(entropy, _TAG_O1, rep, self.train_size, self.o1_candidates).random(roles["o1"].size) < 0.5
+        pool_ids = np.sort(np.concatenate([roles["base"], roles["o1"]]))  # not m's records: sweeping m keeps it
+        position = np.full(population.y.shape[0], -1, dtype=np.int64)
+        position[pool_ids] = np.arange(pool_ids.size)
+        include = np.zeros(pool_ids.size, dtype=bool)
+        include[position[roles["base"]]] = True
+        include[position[roles["o1"][o1_in]]] = True
+        raw_held = raw_columns(table.iloc[held], self.data)
+        pool = TrainingData(
+            population.x[pool_ids],
+            population.y[pool_ids],
+            include,
+            n_classes=population.n_classes,
+            queries=np.concatenate([x_out, population.x[held]]),
+            frame=raw_columns(table.iloc[pool_ids], self.data),
+            query_frame=pd.concat([raw_out, raw_held], ignore_index=True),
+        )
+        target_seed = keyed_seed(entropy, _TAG_TARGET, rep, self.train_size, self.o1_candidates)
+        target = cached_release(mechanism, pool, seed=target_seed, cache=cache)
+        if context is not None:
+            context.advance(1)
+
+        # the helper, on the generated rows alone; queried on the audit records (members or non-members) and the
+        # held-out records
+        raw_members = raw_columns(table.iloc[members], self.data)
         helper_data = TrainingData(
             generated.x[self.m :],
             generated.y[self.m :],
             np.ones(self.helper_rows, dtype=bool),
             n_classes=generated.n_classes,
+            queries=np.concatenate([population.x[members], x_out, population.x[held]]),
+            frame=raw_columns(synthetic.iloc[self.m :], self.data),
+            query_frame=pd.concat([raw_members, raw_out, raw_held], ignore_index=True),
         )
         helper_seed = keyed_seed(entropy, _TAG_HELPER, rep, self.generator_rows, wanted)
         helper = cached_release(self.helper, helper_data, seed=helper_seed, cache=cache)
 
         # phase 2: the audit set (Definition 2), its split, and the two classifiers
-        members = roles["members"]
         audit_rng = _stream(entropy, _TAG_AUDIT, rep, self.m)
         coins = audit_rng.random(self.m) < 0.5
         x = np.where(coins[:, None], population.x[members], x_out).astype(np.float32)
@@ -318,7 +338,6 @@ class PanoramiaGame(Game):
         baseline = attack.fit(LabelledExamples(x, y, coins, train_idx, helper), rng=base_rng).score(helper, test_idx)
 
         # RM;RN: the same members against real held-out records, the same split, the same MIA on the target
-        held = roles["held_out"]
         x_rn = np.where(coins[:, None], population.x[members], population.x[held]).astype(np.float32)
         y_rn = np.where(coins, population.y[members], population.y[held])
         rmrn = attack.fit(LabelledExamples(x_rn, y_rn, coins, train_idx, target), rng=rmrn_rng).score(target, test_idx)

@@ -35,7 +35,28 @@ from games.runner import (
 )
 from games.store import ResultsStore, StoreError, describe_trials
 
-__all__ = ["reanalyse", "reanalysis_config"]
+__all__ = ["foreign_estimators", "reanalyse", "reanalysis_config"]
+
+
+def foreign_estimators(config: Any) -> list[str]:
+    """The import paths outside scikit-learn that the ``sklearn`` mechanisms of a stored config name (at any depth,
+    swept values included): rebuilding the config imports them, which runs their code, as a plugin's."""
+    from mechanisms.training.sklearn_model import SklearnModel
+
+    found: list[str] = []
+    pending = [config]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Mapping):
+            if value.get("name") == SklearnModel.name:
+                paths = value.get("estimator", [])
+                for path in paths if isinstance(paths, list) else [paths]:
+                    if not (isinstance(path, str) and path.startswith("sklearn.")):
+                        found.append(str(path))
+            pending += list(value.values())
+        elif isinstance(value, list):
+            pending += value
+    return sorted(set(found))
 
 
 def reanalysis_config(
@@ -60,6 +81,12 @@ def reanalysis_config(
         raise StoreError(
             f"the experiment in {str(source.root)!r} names plugins ({', '.join(map(str, plugins))}); importing them "
             "runs their code: pass --trust-plugins only for results from a trusted source."
+        )
+    foreign = foreign_estimators(stored)
+    if foreign and not trust_plugins:
+        raise StoreError(
+            f"the experiment in {str(source.root)!r} names estimators outside scikit-learn ({', '.join(foreign)}); "
+            "importing them runs their code: pass --trust-plugins only for results from a trusted source."
         )
     data = {section: dict(value) if isinstance(value, Mapping) else value for section, value in stored.items()}
     data["analysis"] = {**dict(data.get("analysis", {}) or {}), **dict(analysis)}

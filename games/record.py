@@ -110,14 +110,17 @@ def _model_pool(data: str, setup: RecordSetup) -> tuple[Any, np.ndarray]:
     hash is computed once; a pool smaller than the population keeps DP-SGD's per-row Poisson draws to what a round can
     use."""
     if setup.model_pool is None:
-        from games.datasets.features import model_arrays
+        from games.datasets.features import model_arrays, raw_columns
         from mechanisms.training.data import TrainingData
 
         arrays = model_arrays(data)
         ids = np.union1d(setup.released, setup.evaluation)
         position = np.full(arrays.y.shape[0], -1, dtype=np.int64)
         position[ids] = np.arange(ids.size)
-        pool = TrainingData(arrays.x[ids], arrays.y[ids], np.ones(ids.size, dtype=bool))
+        # a round's model is queried on its target, a record of D: in the pool (sklearn's release answers on it);
+        # the records' own columns go along for a model that reads them (features = "raw")
+        frame = raw_columns(setup.population.iloc[ids], data)
+        pool = TrainingData(arrays.x[ids], arrays.y[ids], np.ones(ids.size, dtype=bool), frame=frame)
         object.__setattr__(setup, "model_pool", (pool, position))
     return setup.model_pool
 
@@ -133,6 +136,18 @@ class _Encoder:
 
         arrays = encode(table, self.data)
         return arrays.x, arrays.y
+
+
+@dataclass(frozen=True)
+class _RawColumns:
+    """``data``'s records as the columns a model with its own preprocessing reads, the label left out."""
+
+    data: str
+
+    def __call__(self, table: pd.DataFrame) -> pd.DataFrame:
+        from games.datasets.features import raw_columns
+
+        return raw_columns(table, self.data)
 
 
 def _public_ranges(data: str, columns: tuple[str, ...]) -> dict[str, tuple[float, float]]:
@@ -381,6 +396,7 @@ class _RecordGameBase(Game):
             dataset_size=self.dataset_size,
             neighbours=self.neighbours_of(self.played()[-1]),
             encoder=_Encoder(self.data) if mechanism.input_kind == "dataset" else None,
+            raw_columns=_RawColumns(self.data) if mechanism.input_kind == "dataset" else None,
             oracle=BlackBox(
                 mechanism,
                 cache=None if context is None else context.cache,

@@ -314,6 +314,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "mechanisms.training.trees:GradientBoostedTrees",
             "Gradient-boosted decision trees (scikit-learn's ``HistGradientBoostingClassifier``), non-private.",
         ),
+        "sklearn": Builtin(
+            "mechanisms.training.sklearn_model:SklearnModel",
+            "Any scikit-learn classifier, named by import path; released as its probabilities on the game's records.",
+        ),
         "dpsgd-mlp": Builtin(
             "mechanisms.dpsgd.classifier:DPSGDClassifier",
             "The MLP of ``mlp`` (or logistic regression) trained with DP-SGD on the included records of a pool.",

@@ -43,6 +43,14 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
             code_fingerprint("analysis.cache"),
         ]
         content = {"pool": data.pool_hash, "include": content_hash(data.include), "size": data.public_size}
+        # a model released as its answers on given records (sklearn) depends on those records too, and on its
+        # estimator's own module (a plugin's, or a library's)
+        extra = getattr(mechanism, "cache_inputs", None)
+        if callable(extra):
+            content.update(extra(data))
+        modules = getattr(mechanism, "cache_code", None)
+        if callable(modules):
+            code += [code_fingerprint(m) for m in modules()]
     else:
         return None
     return make_key(

@@ -34,6 +34,7 @@ __all__ = [
     "model_arrays",
     "model_problem",
     "population_table",
+    "raw_columns",
 ]
 
 _WIDE = 1_000
@@ -136,6 +137,24 @@ def encode(table: pd.DataFrame, data: Dataset | str) -> ModelArrays:
             )
     x = np.hstack(blocks) if blocks else np.zeros((len(table), 0), dtype=np.float32)
     return ModelArrays(x=np.ascontiguousarray(x), y=y, features=tuple(names), label=label, n_classes=n_classes)
+
+
+def raw_columns(table: pd.DataFrame, data: Dataset | str) -> pd.DataFrame:
+    """The rows of ``table`` as a model that does its own preprocessing reads them: the ``data`` set's columns in
+    its domain's order, the label left out, rows numbered from 0 (``TrainingData.frame``, for ``sklearn`` with
+    ``features = "raw"``).
+
+    Raises
+    ------
+    ValueError
+        If ``data`` has no label column, or ``table`` lacks a column of the domain.
+    """
+    dataset = _labelled(data)
+    columns = [c for c in dataset.domain.columns if c != dataset.label]
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"table must have every column of {dataset.name!r}, got none named {missing[0]!r}.")
+    return table[columns].reset_index(drop=True)
 
 
 def population_table(data: Dataset | str) -> pd.DataFrame:

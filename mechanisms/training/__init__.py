@@ -7,8 +7,9 @@
   (``logits``, ``probabilities``, ``losses``, ``confidence``; ``to_arrays`` for white-box access and the cache).
 - :mod:`mechanisms.training.models`: logistic regression and MLPs trained with Adam, K models in one batched pass
   (torch); :mod:`mechanisms.training.cnn`: a small CNN on image rows (torch); :mod:`mechanisms.training.trees`:
-  gradient-boosted trees (scikit-learn).  The private counterpart, DP-SGD on the same MLP, is
-  :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`.
+  gradient-boosted trees (scikit-learn); :mod:`mechanisms.training.sklearn_model`: any scikit-learn classifier
+  by import path, released as its answers on the records its game queries (``LookupRelease``).  The private
+  counterpart, DP-SGD on the same MLP, is :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`.
 
 TabPFN, the model of the LiRA calibration paper, needs weights downloaded at run time, which privgame never does;
 the models here all train locally.  Names are imported on first use (:mod:`analysis._lazy`): the data and release
@@ -26,11 +27,13 @@ if TYPE_CHECKING:
     from mechanisms.training.models import LogisticRegressionClassifier, MLPClassifier, TrainedModel
     from mechanisms.training.release import (
         ConvNetRelease,
+        LookupRelease,
         ModelRelease,
         NetworkRelease,
         TreeEnsembleRelease,
         decode_release,
     )
+    from mechanisms.training.sklearn_model import SklearnModel
     from mechanisms.training.trees import GradientBoostedTrees
 
 __all__ = [
@@ -41,9 +44,11 @@ __all__ = [
     "ConvNetRelease",
     "GradientBoostedTrees",
     "LogisticRegressionClassifier",
+    "LookupRelease",
     "MLPClassifier",
     "ModelRelease",
     "NetworkRelease",
+    "SklearnModel",
     "TrainedModel",
     "TrainingData",
     "TreeEnsembleRelease",
@@ -60,9 +65,11 @@ __getattr__, __dir__ = attach(
         "ConvNetRelease": "mechanisms.training.release:ConvNetRelease",
         "GradientBoostedTrees": "mechanisms.training.trees:GradientBoostedTrees",
         "LogisticRegressionClassifier": "mechanisms.training.models:LogisticRegressionClassifier",
+        "LookupRelease": "mechanisms.training.release:LookupRelease",
         "MLPClassifier": "mechanisms.training.models:MLPClassifier",
         "ModelRelease": "mechanisms.training.release:ModelRelease",
         "NetworkRelease": "mechanisms.training.release:NetworkRelease",
+        "SklearnModel": "mechanisms.training.sklearn_model:SklearnModel",
         "TrainedModel": "mechanisms.training.models:TrainedModel",
         "TrainingData": "mechanisms.training.data:TrainingData",
         "TreeEnsembleRelease": "mechanisms.training.release:TreeEnsembleRelease",

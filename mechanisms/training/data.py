@@ -1,4 +1,5 @@
-"""What a trained-model mechanism takes: a pool of records (features and labels) and which of them to train on."""
+"""What a trained-model mechanism takes: a pool of records (features and labels) and which of them to train on, and
+the records beyond the pool its game will query the model on."""
 
 from __future__ import annotations
 
@@ -31,11 +32,23 @@ class TrainingData:
     size : int or None, default=None
         The public training-set size (DP-SGD divides by q·size): ``None`` is ``include.sum()``.  A game whose
         worlds differ in size (add/remove) gives the public n here, so that the scaling reveals nothing.
+    queries : ndarray of shape (Q, d), float32, or None, default=None
+        Records beyond the pool that the game will query a released model on (PANORAMIA's generated non-members
+        and held-out records).  A model that scores any record ignores them; one released as its answers on a
+        finite set of records (:class:`mechanisms.training.release.LookupRelease`, the ``sklearn`` mechanism)
+        answers on the pool and these, and refuses any other record.
+    frame : DataFrame or None, default=None
+        The pool's records as the data set's own columns, the label left out, one row per record of ``x`` in its
+        order: what a model that does its own preprocessing reads (``sklearn`` with ``features = "raw"``).
+    query_frame : DataFrame or None, default=None
+        The same for ``queries`` (required with ``frame`` when there are queries), with ``frame``'s columns.
 
     Notes
     -----
     K releases on one pool (``release_runs``) share ``x`` and ``y`` and differ in ``include`` only, which is what
-    lets a mechanism train the K models in one batched pass (:func:`stack_masks`).
+    lets a mechanism train the K models in one batched pass (:func:`stack_masks`).  The queries and frames travel
+    with the pool (:meth:`with_include` keeps them) and enter a release's cache key only for a mechanism that
+    reads them (``TrainedModel.cache_inputs``).
     """
 
     x: NDArray[np.float32]
@@ -43,9 +56,16 @@ class TrainingData:
     include: NDArray[np.bool_]
     n_classes: int = 2
     size: int | None = None
+    queries: NDArray[np.float32] | None = None
+    frame: Any = None
+    query_frame: Any = None
     # the content hash of the pool (x, y, n_classes), computed once and shared by with_include's copies, so that
-    # caching a thousand releases on one pool hashes its features once
+    # caching a thousand releases on one pool hashes its features once; the same for the queries and the frames,
+    # and for the digests of the records a lookup release scores
     _pool_hash: str | None = field(default=None, init=False, repr=False, compare=False)
+    _queries_hash: str | None = field(default=None, init=False, repr=False, compare=False)
+    _frame_hash: str | None = field(default=None, init=False, repr=False, compare=False)
+    _scored: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         x = np.asarray(self.x)
@@ -75,6 +95,39 @@ class TrainingData:
         object.__setattr__(self, "y", y.astype(np.int64, copy=False))
         object.__setattr__(self, "include", include)
         object.__setattr__(self, "n_classes", k)
+        self._check_queries()
+
+    def _check_queries(self) -> None:
+        n, d = self.x.shape
+        if self.queries is not None:
+            q = np.asarray(self.queries)
+            if q.ndim != 2 or q.shape[1] != d:
+                raise ValueError(f"queries must have shape (Q, {d}) (the pool's features), got {q.shape}.")
+            if not np.issubdtype(q.dtype, np.number) or np.issubdtype(q.dtype, np.complexfloating):
+                raise TypeError(f"queries must be a real array, got dtype {q.dtype}.")
+            q = np.ascontiguousarray(q, dtype=np.float32)
+            if not np.isfinite(q).all():
+                raise ValueError("queries must be finite, got NaN or infinite features.")
+            object.__setattr__(self, "queries", q)
+        if self.frame is None and self.query_frame is None:
+            return
+        import pandas as pd
+
+        if not isinstance(self.frame, pd.DataFrame):
+            raise TypeError(f"frame must be a pandas DataFrame of the pool's rows, got {type(self.frame).__name__}.")
+        if len(self.frame) != n:
+            raise ValueError(f"frame must have one row per record of the pool ({n}), got {len(self.frame)}.")
+        n_queries = 0 if self.queries is None else self.queries.shape[0]
+        if n_queries and self.query_frame is None:
+            raise ValueError(f"query_frame must give the {n_queries} queries' rows beside frame, got None.")
+        if self.query_frame is not None:
+            if not isinstance(self.query_frame, pd.DataFrame):
+                raise TypeError(f"query_frame must be a pandas DataFrame, got {type(self.query_frame).__name__}.")
+            if len(self.query_frame) != n_queries or list(self.query_frame.columns) != list(self.frame.columns):
+                raise ValueError(
+                    f"query_frame must have one row per query ({n_queries}) and frame's columns, got "
+                    f"{len(self.query_frame)} rows of {list(self.query_frame.columns)!r}."
+                )
 
     def __len__(self) -> int:
         """N, the pool's size."""
@@ -101,10 +154,78 @@ class TrainingData:
             )
         return str(self._pool_hash)
 
+    @property
+    def n_queries(self) -> int:
+        """Q, the records beyond the pool the game declared."""
+        return 0 if self.queries is None else int(self.queries.shape[0])
+
+    @property
+    def queries_hash(self) -> str:
+        """SHA-256 of the queries' features (of none: an empty set), computed on first use."""
+        if self._queries_hash is None:
+            from analysis.cache import content_hash, make_key
+
+            q = np.zeros((0, self.x.shape[1]), dtype=np.float32) if self.queries is None else self.queries
+            object.__setattr__(self, "_queries_hash", make_key(queries=content_hash(q)))
+        return str(self._queries_hash)
+
+    @property
+    def frame_hash(self) -> str | None:
+        """SHA-256 of ``frame`` and ``query_frame`` (values, column names, dtypes), or None without a frame."""
+        if self.frame is None:
+            return None
+        if self._frame_hash is None:
+            from analysis.cache import content_hash, make_key
+
+            parts = {"frame": content_hash(self.frame)}
+            if self.query_frame is not None:
+                parts["query_frame"] = content_hash(self.query_frame)
+            object.__setattr__(self, "_frame_hash", make_key(**parts))
+        return self._frame_hash
+
+    def scored_rows(self) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.uint8]]:
+        """The distinct records of the pool and the queries, for a model released as its answers on them.
+
+        Returns
+        -------
+        first : ndarray of shape (R,), intp
+            The position of each distinct record's first occurrence in ``x`` followed by ``queries`` (N + Q rows).
+        inverse : ndarray of shape (N + Q,), intp
+            For each of those rows, its distinct record's index in ``first``.
+        digests : ndarray of shape (R, 16), uint8
+            The distinct records' digests (:func:`mechanisms.training.release.row_digests`).
+
+        Computed once per pool and shared by :meth:`with_include`'s copies.
+        """
+        if self._scored is None:
+            from mechanisms.training.release import DIGEST_BYTES, row_digests
+
+            rows = self.x if self.queries is None else np.concatenate([self.x, self.queries])
+            digests = row_digests(rows)
+            view = digests.view(np.dtype((np.void, DIGEST_BYTES))).ravel()
+            _, first, inverse = np.unique(view, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")  # distinct records in order of first occurrence
+            rank = np.empty_like(order)
+            rank[order] = np.arange(order.size)
+            first = first[order].astype(np.intp)
+            object.__setattr__(self, "_scored", (first, rank[inverse.ravel()].astype(np.intp), digests[first]))
+        return self._scored
+
     def with_include(self, include: Any, *, size: int | None = None) -> TrainingData:
-        """The same pool with another include-mask (and public size); the pool's hash is shared, not recomputed."""
-        other = TrainingData(self.x, self.y, include, n_classes=self.n_classes, size=size)
-        object.__setattr__(other, "_pool_hash", self._pool_hash)
+        """The same pool (and queries and frames) with another include-mask and public size; the pool's hashes are
+        shared, not recomputed."""
+        other = TrainingData(
+            self.x,
+            self.y,
+            include,
+            n_classes=self.n_classes,
+            size=size,
+            queries=self.queries,
+            frame=self.frame,
+            query_frame=self.query_frame,
+        )
+        for memo in ("_pool_hash", "_queries_hash", "_frame_hash", "_scored"):
+            object.__setattr__(other, memo, getattr(self, memo))
         return other
 
     def shares_pool(self, other: TrainingData) -> bool:

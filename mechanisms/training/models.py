@@ -81,6 +81,21 @@ class TrainedModel(Mechanism):
         game asks before training."""
         return None
 
+    def cache_inputs(self, data: Any) -> dict[str, Any]:
+        """What of ``data`` beyond its pool, include-mask and public size determines a release, as cache-key parts
+        (:func:`mechanisms.cached.release_key`): nothing, for a model that scores any record (its queries and
+        frames do not change it)."""
+        return {}
+
+    def cache_code(self) -> tuple[str, ...]:
+        """Modules outside ``mechanisms/`` whose source determines a release (their code fingerprints enter its
+        cache key): none for the built-in trainers."""
+        return ()
+
+    def reads_columns(self) -> bool:
+        """Whether the model trains on the records' own columns (``TrainingData.frame``) rather than ``x``."""
+        return False
+
 
 def _hidden(value: Any) -> tuple[int, ...]:
     if not isinstance(value, tuple | list):

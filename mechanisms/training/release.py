@@ -9,6 +9,7 @@ rebuilds the release from them.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,13 +21,17 @@ from scipy.special import logsumexp
 
 __all__ = [
     "ACTIVATIONS",
+    "PROBABILITY_FLOOR",
     "ConvNetRelease",
+    "LookupRelease",
     "ModelRelease",
     "NetworkRelease",
     "TreeEnsembleRelease",
+    "UnscoredRecordError",
     "check_channels",
     "check_image",
     "decode_release",
+    "row_digests",
 ]
 
 ACTIVATIONS = ("relu", "tanh", "elu", "gelu")
@@ -414,7 +419,162 @@ def _max_pool(h: NDArray[np.float32]) -> NDArray[np.float32]:
     return h.reshape(n, c, height // 2, 2, width // 2, 2).max(axis=(3, 5))
 
 
-_KINDS: dict[str, Any] = {"network": NetworkRelease, "trees": TreeEnsembleRelease, "convnet": ConvNetRelease}
+#: the probability a :class:`LookupRelease` takes the logarithm of in place of a smaller one (a forest's zero votes):
+#: the constant of Carlini et al.'s reference code, so a confidence is finite and saturates at about ±103.6 as theirs
+PROBABILITY_FLOOR = 1e-45
+DIGEST_BYTES = 16
+
+
+def row_digests(x: Any, n_features: int | None = None) -> NDArray[np.uint8]:
+    """A 16-byte BLAKE2b digest of each row of ``x`` as float32 bytes, shape ``(n, 16)``: what a
+    :class:`LookupRelease` finds a record by.
+
+    The row is first made float32 and C-contiguous, and −0.0 made 0.0 (the two compare equal, so they are the
+    same record); NaN is not a record (the pools are finite).  Two different rows share a digest with probability
+    about 2⁻¹²⁸.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not a 2-D array (of ``n_features`` columns, when given).
+    """
+    arr = np.asarray(x)
+    if arr.ndim != 2 or (n_features is not None and arr.shape[1] != n_features):
+        raise ValueError(f"x must have shape (n, {n_features if n_features is not None else 'd'}), got {arr.shape}.")
+    rows = np.ascontiguousarray(arr, dtype=np.float32) + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    width, data = rows.shape[1] * 4, rows.tobytes()
+    digests = b"".join(
+        hashlib.blake2b(data[i * width : (i + 1) * width], digest_size=DIGEST_BYTES, person=b"privgame-row").digest()
+        for i in range(rows.shape[0])
+    )
+    return np.frombuffer(digests, dtype=np.uint8).reshape(rows.shape[0], DIGEST_BYTES).copy()
+
+
+class UnscoredRecordError(ValueError):
+    """A :class:`LookupRelease` was asked about a record it holds no answer for."""
+
+
+@dataclass(frozen=True, eq=False)
+class LookupRelease(ModelRelease):
+    """A model released as its answers on a finite set of records: each record's class probabilities, found by the
+    digest of its features (:func:`row_digests`).
+
+    What a model that cannot be written as plain arrays (any scikit-learn estimator: ``sklearn``) publishes: its
+    ``predict_proba`` on every record its game can ever query it on, so that it goes through the artefact cache
+    and to the attacks without a pickle.  :meth:`probabilities` returns those values exactly; :meth:`logits` are
+    their logarithms, a probability below :data:`PROBABILITY_FLOOR` (1e-45, a forest's zero votes) taken as the
+    floor, as Carlini et al.'s reference code does, so that losses and LiRA's confidence stay finite (at most
+    about 103.6).  A record outside the table is refused (:class:`UnscoredRecordError`), never guessed.
+
+    Parameters
+    ----------
+    digests : ndarray of shape (R, 16), uint8
+        The records' digests, distinct.
+    table : ndarray of shape (R, n_classes), float64
+        Each record's class probabilities (rows in [0, 1]).
+    n_features : int
+        The width of the records (the encoded features the digests were taken of).
+    """
+
+    kind: ClassVar[str] = "lookup"
+
+    digests: NDArray[np.uint8]
+    table: NDArray[np.float64]
+    n_features: int
+    n_classes: int = field(init=False)
+    _index: dict[bytes, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        digests = np.ascontiguousarray(self.digests, dtype=np.uint8)
+        table = np.ascontiguousarray(self.table, dtype=np.float64)
+        if digests.ndim != 2 or digests.shape[1] != DIGEST_BYTES:
+            raise ValueError(f"digests must have shape (R, {DIGEST_BYTES}), got {digests.shape}.")
+        if table.ndim != 2 or table.shape[0] != digests.shape[0] or table.shape[1] < 2:
+            raise ValueError(
+                f"table must have shape ({digests.shape[0]}, n_classes ≥ 2) (a row per digest), got {table.shape}."
+            )
+        if not np.isfinite(table).all() or table.min(initial=0.0) < 0 or table.max(initial=0.0) > 1:
+            raise ValueError("table must hold probabilities in [0, 1], got a value outside or not finite.")
+        raw = digests.tobytes()
+        index = {raw[i : i + DIGEST_BYTES]: k for k, i in enumerate(range(0, len(raw), DIGEST_BYTES))}
+        if len(index) != digests.shape[0]:
+            raise ValueError(f"digests must be distinct, got {digests.shape[0] - len(index)} repeated.")
+        n_features = int(self.n_features)
+        if n_features < 0:
+            raise ValueError(f"n_features must be at least 0, got {n_features}.")
+        object.__setattr__(self, "digests", digests)
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "n_features", n_features)
+        object.__setattr__(self, "n_classes", int(table.shape[1]))
+        object.__setattr__(self, "_index", index)
+
+    def __len__(self) -> int:
+        """R, the number of records the release can score."""
+        return int(self.digests.shape[0])
+
+    def _find(self, x: Any) -> NDArray[np.intp]:
+        """Each row's position in the table, or −1."""
+        raw = row_digests(_features(x, self.n_features), self.n_features).tobytes()
+        get = self._index.get
+        return np.fromiter(
+            (get(raw[i : i + DIGEST_BYTES], -1) for i in range(0, len(raw), DIGEST_BYTES)),
+            dtype=np.intp,
+            count=len(raw) // DIGEST_BYTES,
+        )
+
+    def covers(self, x: Any) -> NDArray[np.bool_]:
+        """Whether each record of ``x`` (n, d) is one this release can score."""
+        return self._find(x) >= 0
+
+    def positions(self, x: Any) -> NDArray[np.intp]:
+        """Each record's row in :attr:`table`.
+
+        Raises
+        ------
+        UnscoredRecordError
+            If a record of ``x`` is not one the release holds.
+        """
+        found = self._find(x)
+        missing = np.flatnonzero(found < 0)
+        if missing.size:
+            raise UnscoredRecordError(
+                f"x must hold records this model was released on (its training pool and the records its game "
+                f"declared; a model released as a lookup table, such as 'sklearn', scores no other), got "
+                f"{missing.size} of {found.size} outside them, the first at row {int(missing[0])}."
+            )
+        return found
+
+    def probabilities(self, x: Any) -> NDArray[np.float64]:
+        """The stored class probabilities ``(n, n_classes)``: the estimator's ``predict_proba``, exactly."""
+        return self.table[self.positions(x)]
+
+    def logits(self, x: Any) -> NDArray[np.float64]:
+        """``log(max(p, PROBABILITY_FLOOR))`` of the stored probabilities ``(n, n_classes)``."""
+        return np.log(np.maximum(self.probabilities(x), PROBABILITY_FLOOR))
+
+    def to_arrays(self) -> dict[str, NDArray[Any]]:
+        return {
+            "kind": np.array(self.kind),
+            "digests": self.digests,
+            "table": self.table,
+            "sizes": np.array([self.n_features], dtype=np.int64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, NDArray[Any]]) -> LookupRelease:
+        return cls(
+            digests=np.asarray(arrays["digests"]),
+            table=np.asarray(arrays["table"]),
+            n_features=int(np.asarray(arrays["sizes"]).ravel()[0]),
+        )
+
+
+_KINDS: dict[str, Any] = {
+    "network": NetworkRelease,
+    "trees": TreeEnsembleRelease,
+    "convnet": ConvNetRelease,
+    "lookup": LookupRelease,
+}
 
 
 def decode_release(arrays: Mapping[str, NDArray[Any]]) -> ModelRelease:

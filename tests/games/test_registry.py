@@ -29,7 +29,8 @@ def test_builtins_registered():
     ]  # fmt: skip
     assert MECHANISMS.names() == [
         "baynet", "cnn", "dpsgd-blackbox", "dpsgd-mlp", "dpsgd-whitebox", "gaussian", "gaussian-mixture",
-        "gradient-boosted-trees", "logistic-regression", "mlp", "privbayes", "randomized-response", "synthpop"
+        "gradient-boosted-trees", "logistic-regression", "mlp", "privbayes", "randomized-response", "sklearn",
+        "synthpop"
     ]  # fmt: skip
     assert ATTACKS.names() == [
         "classifier-mia", "closest-distance", "exact-copies", "groundhog", "identity", "lira", "negative-loss",

@@ -20,7 +20,13 @@ from mechanisms.dpsgd.blackbox import DPSGDBlackBox
 from mechanisms.dpsgd.classifier import DPSGDClassifier
 from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 from mechanisms.synth import BayNet, GaussianMixtureGenerator, PrivBayes, Synthpop
-from mechanisms.training import CNNClassifier, GradientBoostedTrees, LogisticRegressionClassifier, MLPClassifier
+from mechanisms.training import (
+    CNNClassifier,
+    GradientBoostedTrees,
+    LogisticRegressionClassifier,
+    MLPClassifier,
+    SklearnModel,
+)
 
 EXAMPLES = {
     ("game", "one-run"): OneRunGame(m=100, k_pos=10, k_neg=10),
@@ -47,6 +53,7 @@ EXAMPLES = {
     ("mechanism", "logistic-regression"): LogisticRegressionClassifier(epochs=2),
     ("mechanism", "mlp"): MLPClassifier(hidden=(8,), epochs=2),
     ("mechanism", "gradient-boosted-trees"): GradientBoostedTrees(max_iter=5),
+    ("mechanism", "sklearn"): SklearnModel(params={"n_estimators": 5, "max_depth": "None"}),
     ("mechanism", "cnn"): CNNClassifier(image=(1, 4, 4), channels=(2, 2), epochs=1),
     ("mechanism", "dpsgd-mlp"): DPSGDClassifier(noise_multiplier=3.0, steps=5, hidden=(8,)),
     ("mechanism", "synthpop"): Synthpop(),
