@@ -106,6 +106,11 @@ def normalise_params(params: Any) -> tuple[tuple[str, Any], ...]:
         items = list(params.items())
     elif isinstance(params, tuple | list) and all(isinstance(p, tuple | list) and len(p) == 2 for p in params):
         items = [tuple(p) for p in params]
+    elif isinstance(params, tuple | list) and params and all(isinstance(p, Mapping) for p in params):
+        raise TypeError(
+            f"params must be one table of the estimator's parameters (a list of tables is not a sweep: sweep "
+            f"estimator or features, or write a config per table), got {list(params)!r}."
+        )
     else:
         raise TypeError(f"params must be a table of the estimator's parameters, got {params!r}.")
     keys = [k for k, _ in items]

@@ -111,6 +111,17 @@ def test_a_record_outside_the_stored_ones_is_refused_in_one_line():
         release.probabilities(data.x[:, :5])
 
 
+@pytest.mark.parametrize("data", ["adult", "compas"])
+def test_a_record_encoded_on_its_own_is_its_row_of_the_encoded_population(data):
+    """What lets a record game's attack (which encodes its target alone) find the target in a round's release."""
+    from games.datasets.features import encode
+
+    table, full = population_table(data), model_arrays(data).x
+    rows = np.random.default_rng(0).choice(len(table), 40, replace=False)
+    alone = np.concatenate([encode(table.iloc[[i]], data).x for i in rows])
+    np.testing.assert_array_equal(row_digests(alone), row_digests(full[rows]))
+
+
 def test_a_record_is_found_by_its_float32_bytes_whatever_its_dtype_or_the_sign_of_zero():
     x = np.array([[0.0, 0.5], [-0.0, 0.5], [0.25, 1.0]], dtype=np.float32)
     d = row_digests(x)
@@ -211,6 +222,26 @@ def test_none_is_the_string_none_lists_are_tuples_and_params_are_sorted_pairs():
     assert mlp.build().get_params()["hidden_layer_sizes"] == (8, 4)
     with pytest.raises(TypeError, match="estimator must be an import path such as"):
         SklearnModel(estimator=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="params must be one table of the estimator's parameters"):
+        SklearnModel(params=[{"n_estimators": 5}, {"n_estimators": 6}])  # type: ignore[arg-type]
+
+
+def test_estimator_and_features_sweep_as_any_parameter():
+    sections = _lira_sections(
+        {"estimator": ["sklearn.ensemble.RandomForestClassifier", "sklearn.tree.ExtraTreeClassifier"]}
+    )
+    config = parse_config(sections)
+    assert config.swept == ("mechanism.estimator",)
+    assert [p.mechanism.estimator for p in config.grid] == [
+        "sklearn.ensemble.RandomForestClassifier",
+        "sklearn.tree.ExtraTreeClassifier",
+    ]
+    assert config.normalised["grid"][1]["mechanism"] == {
+        "name": "sklearn",
+        "estimator": "sklearn.tree.ExtraTreeClassifier",
+        "params": [],
+        "features": "encoded",
+    }
 
 
 # -- the cache -------------------------------------------------------------------------------------------------------
