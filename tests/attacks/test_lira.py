@@ -26,7 +26,7 @@ from attacks.lira import (
     leave_one_out_fits,
     lira_scores,
 )
-from games.testing import _encode, _knowledge, _small_model, _table, _trained_model_release
+from games.testing import _BUILT_IN, _encode, _knowledge, _small_model, _table, _trained_model_release
 from mechanisms.training.data import TrainingData
 from mechanisms.training.models import MLPClassifier
 
@@ -352,8 +352,8 @@ class _SpyBox(BlackBox):
 
 
 def test_fit_is_reproducible_and_scores_one_finite_float_per_target():
-    knowledge = _knowledge("model")
-    release, targets = _trained_model_release()
+    knowledge = _knowledge(_BUILT_IN, "model")
+    release, targets = _trained_model_release(_BUILT_IN)
     for attack in (LiRA(n_shadows=4), LiRA(n_shadows=4, online=False), LiRA(n_shadows=2, fix_variance=True)):
         a = attack.fit(knowledge, rng=np.random.default_rng(0))
         b = attack.fit(knowledge, rng=np.random.default_rng(0))
@@ -399,7 +399,7 @@ def test_shadows_hold_the_target_in_half_and_have_the_public_size(neighbours):
 
 
 def test_fpc_divides_the_shadows_variance_by_one_minus_n_over_the_pool():
-    knowledge = _knowledge("model")
+    knowledge = _knowledge(_BUILT_IN, "model")
     plain = LiRA(n_shadows=4).fit(knowledge, rng=np.random.default_rng(4))
     corrected = LiRA(n_shadows=4, fpc=True).fit(knowledge, rng=np.random.default_rng(4))
     factor = 1 - 20 / (150 + 1)  # n = 20 drawn from the 150 auxiliary records and the target
@@ -433,7 +433,7 @@ def test_attack_errors():
         for bad in (1, "yes", None, np.True_):
             with pytest.raises(TypeError, match=rf"{name} must be true or false, got {bad!r}\."):
                 LiRA(**{name: bad})
-    fitted = LiRA(n_shadows=4).fit(_knowledge("model"), rng=rng)
+    fitted = LiRA(n_shadows=4).fit(_knowledge(_BUILT_IN, "model"), rng=rng)
     with pytest.raises(TypeError, match=r"LiRA scores a trained model \(a ModelRelease\), got DataFrame"):
         fitted.score(table, np.zeros(1, dtype=np.intp))
     with pytest.raises(TypeError, match=r"LiRA scores a trained model \(a ModelRelease\), got ndarray"):
