@@ -334,10 +334,17 @@ def _dry_run(config: ExperimentConfig, args: argparse.Namespace) -> int:
 
 
 def _report_warnings(root: str) -> None:
-    """One line on stderr each for the damaged and the failed trials of a results directory."""
+    """One line on stderr each for a domain that is the data's own draft, the damaged and the failed trials."""
     from games.store import ResultsStore, describe_trials
 
     store = ResultsStore(root)
+    source = store.manifest().get("data_source")
+    if isinstance(source, dict) and source.get("draft") is True:
+        print(
+            f"privgame: the domain of {printable(str(source.get('path')))} is the draft `privgame domain` read from "
+            "the data itself, not public knowledge: a mechanism's ε claim assumes a public domain.",
+            file=sys.stderr,
+        )
     damaged, failures = store.damaged(), store.failures()
     if damaged:
         first = min(damaged)

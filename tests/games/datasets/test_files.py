@@ -284,6 +284,10 @@ def test_privgame_domain_drafts_a_domain_and_a_run_on_the_draft_says_so(tmp_path
     domain.write_text(text)
     config = load_config(_config(tmp_path))
     assert config.data_source.draft
+    assert main(["run", str(_config(tmp_path)), "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "out")]) == 0
+    assert "is the draft `privgame domain` read from the data itself" in capsys.readouterr().err
     assert main(["domain", str(tmp_path / "nope.csv")]) == 2
     assert "cannot be read" in capsys.readouterr().err
 
