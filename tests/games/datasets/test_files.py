@@ -415,15 +415,7 @@ o1_guesses = 50
 [game.generator]
 name = "synthpop"
 
-[game.helper]
-name = "mlp"
-hidden = [16]
-epochs = 5
-
-[mechanism]
-name = "mlp"
-hidden = [32]
-epochs = 10
+{models}
 
 [attack]
 name = "classifier-mia"
@@ -434,10 +426,35 @@ name = "gradient-boosted-trees"
 """
 
 
-def test_panoramia_plays_on_a_user_csv_with_synthpop_as_its_generator(tmp_path):
+TORCH_MODELS = """
+[game.helper]
+name = "mlp"
+hidden = [16]
+epochs = 5
+
+[mechanism]
+name = "mlp"
+hidden = [32]
+epochs = 10
+"""
+SKLEARN_MODELS = """
+[game.helper]
+name = "sklearn"
+estimator = "sklearn.ensemble.RandomForestClassifier"
+params = {n_estimators = 20, max_depth = "None"}
+
+[mechanism]
+name = "sklearn"
+estimator = "sklearn.ensemble.RandomForestClassifier"
+params = {n_estimators = 30, max_depth = "None"}
+"""
+
+
+@pytest.mark.parametrize("models", [TORCH_MODELS, SKLEARN_MODELS], ids=["mlp", "sklearn-forests"])
+def test_panoramia_plays_on_a_user_csv_with_synthpop_as_its_generator(tmp_path, models):
     byo = Path(__file__).resolve().parents[3] / "experiments" / "byo_quick"
     path = tmp_path / "panoramia.toml"
-    path.write_text(PANORAMIA.format(data=byo / "medical.csv", domain=byo / "medical.domain.toml"))
+    path.write_text(PANORAMIA.format(data=byo / "medical.csv", domain=byo / "medical.domain.toml", models=models))
     store = run_experiment(load_config(path), tmp_path / "out", progress=False)
     row = store.rows().iloc[0]
     assert row["m"] == 400 and 0.0 <= row["target_member_accuracy"] <= 1.0
