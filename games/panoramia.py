@@ -76,16 +76,16 @@ def _default_helper() -> Mechanism:
 
 
 @lru_cache(maxsize=64)
-def _generator_problem(generator: Mechanism, data: str) -> str | None:
+def _generator_problem(generator: Mechanism, data: Any) -> str | None:
     """Why ``generator`` cannot synthesise the ``data`` table (tried on its first 40 rows), or ``None``; asked once
     per generator and data (every grid point of a sweep asks)."""
     try:
         sample = population_table(data).iloc[:40].reset_index(drop=True)
         out = generator.release(sample, rng=np.random.default_rng(0))
     except (TypeError, ValueError) as exc:
-        return f"generator '{generator.name}' cannot synthesise the {data} table: {exc}"
+        return f"generator '{generator.name}' cannot synthesise the {data.name} table: {exc}"
     if not isinstance(out, pd.DataFrame) or list(out.columns) != list(sample.columns):
-        return f"generator '{generator.name}' must return a table with the {data} table's columns"
+        return f"generator '{generator.name}' must return a table with the {data.name} table's columns"
     return None
 
 
@@ -225,7 +225,9 @@ class PanoramiaGame(Game):
 
     def generator_problem(self) -> str | None:
         """Why the generator cannot synthesise this data's table (tried on 40 rows), or ``None``."""
-        return _generator_problem(self.generator, self.data)
+        from games.datasets.dataset import get_dataset
+
+        return _generator_problem(self.generator, get_dataset(self.data))
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         n = self.train_size + self.o1_candidates + self.m

@@ -93,13 +93,19 @@ def _check_columns(data: str, columns: tuple[str, ...] | None) -> tuple[str, ...
     return columns
 
 
-@lru_cache(maxsize=4)
-def _population(data: str, columns: tuple[str, ...] | None) -> pd.DataFrame:
+def _population(data: Any, columns: tuple[str, ...] | None) -> pd.DataFrame:
+    """The population of ``data`` (a name or a Dataset) on ``columns``; cached per data set OBJECT, not per name,
+    so that a data set registered again under its name (an edited file, a re-run notebook cell) is read anew."""
     from games.datasets.dataset import get_dataset
 
-    table = get_dataset(data).table()
+    return _population_of(get_dataset(data), columns)
+
+
+@lru_cache(maxsize=4)
+def _population_of(dataset: Any, columns: tuple[str, ...] | None) -> pd.DataFrame:
+    table = dataset.table()
     if columns is not None:
-        table = table[list(_check_columns(data, columns))]
+        table = table[list(_check_columns(dataset.name, columns))]
     return table.reset_index(drop=True)
 
 
@@ -150,10 +156,10 @@ class _RawColumns:
         return raw_columns(table, self.data)
 
 
-def _public_ranges(data: str, columns: tuple[str, ...]) -> dict[str, tuple[float, float]]:
-    from games.datasets import public_domain
+def _public_ranges(data: Any, columns: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    from games.datasets.dataset import get_dataset
 
-    return {c: (float(lo), float(hi)) for c, lo, hi in public_domain(data).ranges if c in columns}
+    return {c: (float(lo), float(hi)) for c, lo, hi in get_dataset(data).domain.ranges if c in columns}
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,8 +193,10 @@ class RecordSetup:
 
 
 def _setup_key(game: _RecordGameBase) -> tuple[Any, ...]:
+    from games.datasets.dataset import get_dataset
+
     return (
-        game.data,
+        get_dataset(game.data),  # the data set object: one registered again under its name is another key
         game.columns,
         game.dataset_size,
         game.auxiliary_size,

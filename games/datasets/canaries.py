@@ -150,13 +150,17 @@ def canary_data(
 ) -> Any:
     """The :class:`mechanisms.training.canaries.CanaryData` of one run: ``membership`` over the chosen rows and
     canaries (built once per process for the same parameters and m)."""
+    from games.datasets.dataset import get_dataset
     from mechanisms.training.canaries import CanaryData
 
-    rows, canary_x, canary_y = _rows_and_canaries(data, train_rows, canary, canary_seed, int(membership.shape[0]))
+    # keyed by the data set object: one registered again under its name is read anew
+    rows, canary_x, canary_y = _rows_and_canaries(
+        get_dataset(data), train_rows, canary, canary_seed, int(membership.shape[0])
+    )
     return CanaryData(membership, rows, canary_x, canary_y)
 
 
-def _population(data: str) -> tuple[NDArray[np.float32], NDArray[np.int64], int]:
+def _population(data: Any) -> tuple[NDArray[np.float32], NDArray[np.int64], int]:
     """Every record of ``data`` as (features, labels, classes), encoded from its public domain (the digits' pixels
     divided by their public maximum 16)."""
     from games.datasets.dataset import get_dataset
@@ -167,7 +171,7 @@ def _population(data: str) -> tuple[NDArray[np.float32], NDArray[np.int64], int]
 
 @functools.lru_cache(maxsize=8)
 def _rows_and_canaries(
-    data: str, train_rows: int, canary: str | None, canary_seed: int, m: int
+    data: Any, train_rows: int, canary: str | None, canary_seed: int, m: int
 ) -> tuple[Any, NDArray[np.float32] | None, NDArray[np.int64] | None]:
     from mechanisms.training.data import TrainingData
 

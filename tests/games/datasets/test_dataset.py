@@ -145,3 +145,30 @@ def test_the_shipped_facts_spell_the_discretisers_integers_alike():
     from games.datasets import shipped
 
     assert shipped.INTEGERS == INTEGERS
+
+
+def _swap_rows_a() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    return pd.DataFrame({"x": rng.integers(0, 10, 600), "y": pd.Categorical(rng.choice(["a", "b"], 600))})
+
+
+def _swap_rows_b() -> pd.DataFrame:
+    return _swap_rows_a().assign(x=lambda t: 9 - t["x"])
+
+
+def test_a_data_set_registered_again_under_its_name_is_read_anew_by_the_games():
+    """The games' per-process caches are keyed by the data set object, not its name: a data set registered again
+    under the same name (an edited file, a notebook cell) is never answered from the old one's rows (the n_jobs
+    test of a user CSV once compared a parent holding an earlier test's 'clinic' with fresh workers)."""
+    from games.record import RecordGames, _population, record_setup
+
+    domain = PublicDomain("swap", ("x", "y"), (("y", ("a", "b")),), (("x", 0, 9),))
+    sizes = {"dataset_size": 50, "auxiliary_size": 100, "evaluation_size": 100, "vulnerable_targets": 2}
+    register_dataset(Dataset("test-swap", domain, 600, _swap_rows_a))
+    first = _population("test-swap", None)["x"].tolist()
+    game = RecordGames(data="test-swap", random_targets=0, **sizes)
+    vulnerable_a = record_setup(game, 3).vulnerability
+    unregister_dataset("test-swap")
+    register_dataset(Dataset("test-swap", domain, 600, _swap_rows_b))
+    assert _population("test-swap", None)["x"].tolist() == [9 - x for x in first]
+    assert record_setup(game, 3).vulnerability is not vulnerable_a
