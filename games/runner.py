@@ -378,7 +378,7 @@ def _worker_attempt(plugins: tuple[str, ...], source: Any, *job: Any) -> _Attemp
         if source is not None:
             from games.datasets.files import register_source
 
-            register_source(source)
+            register_source(source, authoritative=True)  # the parent checked the name; an old run's entry yields
     except (ConfigError, ValueError) as exc:
         return _job_failed(job, str(exc), exc)
     return _attempt(*job)

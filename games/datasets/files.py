@@ -557,36 +557,48 @@ def open_source(
     )
 
 
-def register_source(source: FileSource) -> None:
+def register_source(source: FileSource, *, authoritative: bool = False) -> None:
     """Put ``source``'s data set in the catalogue under its name (again in a worker, or when results are read).
 
     A no-op when the catalogue already holds the same files (name, path, SHA-256, label and domain); the same file
     read otherwise (edited since, or with another label or domain) replaces the old entry.
+
+    ``authoritative``: the run's parent already checked the name (a worker, which may hold another run's data set
+    under it from an earlier run of the same process pool): whatever the name holds here is replaced.
 
     Raises
     ------
     DataFileError
         If the name belongs to a built-in, a plugin's data set, or other files: ``[data] name`` must differ.
     """
-    from games.datasets.dataset import _CATALOGUE, _builtins
+    from games.datasets.dataset import _BUILTIN_NAMES, _CATALOGUE, _builtins
 
     _builtins()
     old = _CATALOGUE.get(source.name)
+    if authoritative and source.name not in _BUILTIN_NAMES:
+        if old is None or not _same_files(old, source):
+            _CATALOGUE[source.name] = source.dataset()
+        return
     if old is not None:
         rows = old.rows
         if isinstance(rows, _FileRows) and rows.path == source.path:
-            new = source.dataset()
-            same = (rows.sha256, old.label, old.positive, old.domain) == (
-                source.sha256,
-                new.label,
-                new.positive,
-                new.domain,
-            )
-            if not same:  # the same file edited since, or read with another label or domain: the new one replaces it
-                _CATALOGUE[source.name] = new
+            if not _same_files(old, source):  # the same file edited since, or read with another label or domain
+                _CATALOGUE[source.name] = source.dataset()
             return
         raise DataFileError(
             f"[data] name {source.name!r} is taken by the data set {old.description or old.name!r}; give [data] name "
             "another name."
         )
     _CATALOGUE[source.name] = source.dataset()
+
+
+def _same_files(dataset: Any, source: FileSource) -> bool:
+    """Whether ``dataset`` is ``source``'s data set: the same path, content, label and domain."""
+    rows, new = dataset.rows, source.dataset()
+    return isinstance(rows, _FileRows) and (
+        rows.path,
+        rows.sha256,
+        dataset.label,
+        dataset.positive,
+        dataset.domain,
+    ) == (source.path, source.sha256, new.label, new.positive, new.domain)

@@ -484,3 +484,29 @@ def test_a_positive_class_outside_the_label_and_a_folder_for_a_file_are_refused(
     data.mkdir()
     with pytest.raises(ConfigError, match=r"clinic\.csv' is not a file"):
         load_config(_config(tmp_path))
+
+
+def test_a_worker_takes_the_parents_data_set_over_an_older_run_s_under_the_same_name(tmp_path):
+    """A reused worker may hold another run's 'clinic' (another folder): the parent checked the name, so the
+    worker's entry yields to the run's source (refused outside a worker: the name is taken)."""
+    from games.datasets import get_dataset
+    from games.datasets.files import register_source
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _write_data(tmp_path / "a", seed=1)
+    _write_data(tmp_path / "b", seed=2)
+    first = load_config(_config(tmp_path / "a")).data_source
+    other = FileSource.from_json({**load_config(_config(tmp_path / "a")).data_source.to_json()})
+    assert other == first
+    second_path = _config(tmp_path / "b")
+    with pytest.raises(ConfigError, match="name 'clinic' is taken by the data set"):
+        load_config(second_path)
+    _CATALOGUE.pop("clinic")
+    second = load_config(second_path).data_source
+    _CATALOGUE.pop("clinic")
+    register_source(first)
+    with pytest.raises(DataFileError, match="is taken"):
+        register_source(second)
+    register_source(second, authoritative=True)
+    assert get_dataset("clinic").rows.sha256 == second.sha256
