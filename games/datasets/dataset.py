@@ -151,12 +151,6 @@ class Dataset:
 
         return feature_count(self)
 
-    def problem(self, kind: str) -> str | None:
-        """Why this data set cannot serve ``kind`` (one of :data:`SERVES`), or ``None``."""
-        if kind in self.serves:
-            return None
-        return f"data set {self.name!r} serves {', '.join(sorted(self.serves))}, not {kind}"
-
 
 @functools.lru_cache(maxsize=8)
 def _table(dataset: Dataset) -> pd.DataFrame:
