@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "UNSTATED_DEPENDENCE",
     "check_confidence",
     "check_counts",
     "check_delta",
@@ -24,6 +25,14 @@ __all__ = [
     "check_score_matrix",
     "check_scores",
 ]
+
+
+#: Why canaries are taken to be dependent where nobody said otherwise (``Mechanism.canary_dependence``'s default):
+#: the order-statistics audit (:mod:`analysis.order_stats`) is refused on it.
+UNSTATED_DEPENDENCE = (
+    "the mechanism does not declare its canaries independent channels (canary_dependence = None declares that each "
+    "canary's output depends on its own bit alone, through randomness of its own)"
+)
 
 
 def check_real(

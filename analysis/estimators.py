@@ -10,6 +10,11 @@ name                      bound                                                 
 ``fdp_pure``              the f-DP audit with the pure (ε, δ) family (sound for every claim)           one run
 ``fdp_gaussian``          the f-DP audit with the μ-GDP family (the Gaussian mechanism's)              one run
 ``fdp_pld``               the f-DP audit with DP-SGD's PLD family for its own q and T                  one run
+``order_stats``           the order-statistics audit (:mod:`analysis.order_stats`), the mechanism's    one run,
+                          own family; product model only (independent canaries)                        product
+``order_stats_pure``      ... with the (ε, δ) "four atoms" family (exact)                              product
+``order_stats_gaussian``  ... with the μ-GDP family                                                    product
+``order_stats_pld``       ... with DP-SGD's PLD family for its own q and T                             product
 ``clopper_pearson``       Clopper–Pearson intervals on FPR and FNR (:mod:`analysis.multi_run`)         runs
 ``gdp``                   the GDP-derived multi-run bound (Gaussian mechanisms)                        runs
 ========================  ===========================================================================  ==========
@@ -26,7 +31,8 @@ References
    arXiv:2305.08846.
 .. [2] S. Mahloujifar, L. Melis, K. Chaudhuri. Auditing f-Differential Privacy in One Run. ICML 2025,
    arXiv:2410.22235.
-.. [3] M. Jagielski, J. Ullman, A. Oprea. Auditing Differentially Private Machine Learning. NeurIPS 2020,
+.. [3] Z. Xiang, T. Wang, H. Xiao, Y. Tian, D. Wang. Tight Privacy Audit in One Run. arXiv:2509.08704, 2025.
+.. [4] M. Jagielski, J. Ullman, A. Oprea. Auditing Differentially Private Machine Learning. NeurIPS 2020,
    arXiv:2006.07709.
 """
 
@@ -36,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis._checks import UNSTATED_DEPENDENCE
 from analysis._result import AuditResult
 from analysis.families import FAMILY_NAMES, CurveFamily, family_for_claim, matched_family_name, unmatched_reason
 
@@ -43,13 +50,16 @@ __all__ = [
     "ESTIMATORS",
     "MULTI_RUN",
     "ONE_RUN",
+    "UNSTATED",
     "Estimator",
     "bound_from_counts",
     "bound_from_scores",
     "resolve_estimators",
 ]
 
-ONE_RUN = ("steinke", "fdp", *(f"fdp_{name}" for name in FAMILY_NAMES))
+FAMILY_TESTS = ("fdp", "order_stats")  # the estimators that take a family: each name alone, or _<family>
+ONE_RUN = ("steinke", *(n for t in FAMILY_TESTS for n in (t, *(f"{t}_{f}" for f in FAMILY_NAMES))))
+UNSTATED = UNSTATED_DEPENDENCE  # the dependence assumed where a caller does not say: refused by order_stats
 MULTI_RUN = ("clopper_pearson", "gdp")
 ESTIMATORS = (*ONE_RUN, *MULTI_RUN)
 
@@ -63,18 +73,35 @@ class Estimator:
     name : str
         As the config names it (``"fdp"``).
     label : str
-        The prefix of its report columns (``"fdp_pld"``; ``"..._unmatched"`` when allowed without a match).
+        The prefix of its report columns (``"fdp_pld"``; ``"..._unmatched"`` when allowed without a match,
+        ``"..._dependent"`` for the order-statistics audit allowed on dependent canaries).
     family : CurveFamily or None
-        The f-DP audit's family; None for the other estimators.
+        The family of the f-DP or order-statistics audit; None for the other estimators.
     """
 
     name: str
     label: str
     family: CurveFamily | None = None
 
+    @property
+    def test(self) -> str:
+        """The test behind the name: ``"steinke"``, ``"fdp"``, ``"order_stats"``, ``"clopper_pearson"``, ``"gdp"``."""
+        return _test_of(self.name)
+
+
+def _test_of(name: str) -> str:
+    return next((t for t in FAMILY_TESTS if name == t or name.startswith(t + "_")), name)
+
 
 def resolve_estimators(
-    names: Sequence[str], claim: Any, *, delta: float, has_runs: bool, allow_unmatched_family: bool = False
+    names: Sequence[str],
+    claim: Any,
+    *,
+    delta: float,
+    has_runs: bool,
+    allow_unmatched_family: bool = False,
+    dependence: str | None = UNSTATED,
+    allow_dependent_canaries: bool = False,
 ) -> list[Estimator]:
     """The estimators ``names`` for a mechanism's ``claim`` at ``delta``, or one line saying why one is not valid.
 
@@ -90,6 +117,11 @@ def resolve_estimators(
         Whether the game repeats the mechanism (multi-run) rather than running it once on m canaries.
     allow_unmatched_family : bool, default=False
         Run a named f-DP family that does not contain the mechanism's curve (labelled ``_unmatched``).
+    dependence : str or None, default=UNSTATED
+        Why the mechanism's canaries are not independent channels (``Mechanism.canary_dependence``), or None when
+        they are; the order-statistics audit needs None.
+    allow_dependent_canaries : bool, default=False
+        Run the order-statistics audit anyway (labelled ``_dependent``; its bound is then not guaranteed).
 
     Raises
     ------
@@ -120,6 +152,14 @@ def resolve_estimators(
                 f"once (use {', '.join(ONE_RUN)})."
             )
         resolved = _resolve(name, claim, delta, allow_unmatched_family)
+        if resolved.test == "order_stats" and dependence is not None:
+            if not allow_dependent_canaries:
+                raise ValueError(
+                    f"estimators: {name!r} holds only when every canary is its own independent channel, and here "
+                    f"{dependence}; set allow_dependent_canaries = true to run it anyway (its columns are labelled "
+                    "_dependent)."
+                )
+            resolved = Estimator(resolved.name, f"{resolved.label}_dependent", resolved.family)
         twin = next((e for e in out if e.label == resolved.label), None)
         if twin is not None:
             raise ValueError(
@@ -132,13 +172,14 @@ def resolve_estimators(
 def bound_from_counts(estimator: Estimator, m: int, r: int, v: int, *, confidence: float, delta: float) -> float:
     """A one-run estimator's ε lower bound from v correct guesses of r, with m canaries (a rule fixed in advance,
     such as top-k or the released bits)."""
-    from analysis import fdp, one_run
+    from analysis import fdp, one_run, order_stats
 
     if estimator.name in MULTI_RUN:
         raise ValueError(f"{estimator.name!r} bounds repeated runs, not one run's guess counts.")
     if estimator.family is None:
         return one_run.epsilon_lower_bound(m, r, v, delta=delta, confidence=confidence)
-    return fdp.epsilon_lower_bound(m, r, v, family=estimator.family, delta=delta, confidence=confidence).epsilon
+    test = order_stats if estimator.test == "order_stats" else fdp
+    return test.epsilon_lower_bound(m, r, v, family=estimator.family, delta=delta, confidence=confidence).epsilon
 
 
 def bound_from_scores(
@@ -153,7 +194,7 @@ def bound_from_scores(
 ) -> AuditResult:
     """An estimator's bound from member and non-member scores, the threshold chosen by ``threshold``
     (:mod:`analysis.thresholds`; Bonferroni over 100 label-free candidates by default)."""
-    from analysis import fdp, multi_run, one_run
+    from analysis import fdp, multi_run, one_run, order_stats
 
     common = {"confidence": confidence, "delta": delta, "threshold": threshold}
     if estimator.name == "clopper_pearson":
@@ -162,22 +203,25 @@ def bound_from_scores(
         return multi_run.gdp_audit_scores(in_scores, out_scores, **common)
     if estimator.family is None:
         return one_run.audit_scores(in_scores, out_scores, two_sided=two_sided, **common)
-    return fdp.audit_scores(in_scores, out_scores, family=estimator.family, two_sided=two_sided, **common)
+    test = order_stats if estimator.test == "order_stats" else fdp
+    return test.audit_scores(in_scores, out_scores, family=estimator.family, two_sided=two_sided, **common)
 
 
 def _resolve(name: str, claim: Any, delta: float, allow: bool) -> Estimator:
     if name in ("steinke", "clopper_pearson"):
         return Estimator(name, name)
-    family = "gaussian" if name == "gdp" else (matched_family_name(claim) if name == "fdp" else name[4:])
+    test = _test_of(name)
+    own = name in FAMILY_TESTS
+    family = "gaussian" if name == "gdp" else (matched_family_name(claim) if own else name[len(test) + 1 :])
     if family is None:
         raise ValueError(
-            "estimators: 'fdp' uses the mechanism's own family, and none is known for this mechanism (its claim is "
-            f"not pure, Gaussian or DP-SGD); name one of {', '.join('fdp_' + f for f in FAMILY_NAMES)}."
+            f"estimators: {name!r} uses the mechanism's own family, and none is known for this mechanism (its claim "
+            f"is not pure, Gaussian or DP-SGD); name one of {', '.join(f'{test}_{f}' for f in FAMILY_NAMES)}."
         )
     if family == "gaussian" and delta <= 0.0:
         raise ValueError(f"estimators: {name!r} needs delta > 0 (μ-GDP gives no finite ε at δ = 0), got {delta}.")
-    label = name if name != "fdp" else f"fdp_{family}"
-    reason = unmatched_reason(family, claim) if name != "fdp" else None
+    label = f"{name}_{family}" if own else name
+    reason = unmatched_reason(family, claim) if not own else None
     if reason is not None:
         if not allow:
             raise ValueError(

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import check_confidence, check_delta, check_membership, check_scores
+from analysis._checks import UNSTATED_DEPENDENCE, check_confidence, check_delta, check_membership, check_scores
 from analysis.cache import ArtefactCache
 from attacks._base import Attack
 from mechanisms._base import Mechanism
@@ -70,8 +70,14 @@ class AnalysisSettings:
     allow_unmatched_family : bool, default=False
         Run a named f-DP family that does not contain the mechanism's trade-off curve (its columns labelled
         ``_unmatched``) instead of refusing the config.
+    allow_dependent_canaries : bool, default=False
+        Run the order-statistics audit (``order_stats``) on a mechanism whose canaries are not independent channels
+        (its columns labelled ``_dependent``; its bound is then not guaranteed) instead of refusing the config.
     claim : PrivacyClaim or None, default=None
         The grid point's mechanism's claim, bound by the runner (:meth:`bind`); not part of the config.
+    dependence : str or None, default=UNSTATED_DEPENDENCE
+        Why the grid point's mechanism's canaries are not independent channels (``Mechanism.canary_dependence``;
+        None when they are), bound with the claim; not part of the config.
     """
 
     confidence: float = 0.95
@@ -80,7 +86,9 @@ class AnalysisSettings:
     threshold: Any = None
     two_sided: bool = False
     allow_unmatched_family: bool = False
+    allow_dependent_canaries: bool = False
     claim: Any = field(default=None, compare=False, repr=False)
+    dependence: str | None = field(default=UNSTATED_DEPENDENCE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         from games.bounds import check_threshold  # games.bounds imports this module
@@ -92,7 +100,7 @@ class AnalysisSettings:
                 raise ValueError(f"estimators must be a list of estimator names, got {self.estimators!r}.")
             object.__setattr__(self, "estimators", tuple(self.estimators))
         object.__setattr__(self, "threshold", check_threshold(self.threshold))
-        for name in ("two_sided", "allow_unmatched_family"):
+        for name in ("two_sided", "allow_unmatched_family", "allow_dependent_canaries"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}.")
 
@@ -104,6 +112,7 @@ class AnalysisSettings:
         "threshold",
         "two_sided",
         "allow_unmatched_family",
+        "allow_dependent_canaries",
     )
 
     @property
@@ -115,7 +124,13 @@ class AnalysisSettings:
         """What of these settings determines the results, as plain values: confidence and δ, and each other key
         only when it differs from its default (so a config that does not use it keeps its hash)."""
         out: dict[str, Any] = {"confidence": self.confidence, "delta": self.delta}
-        defaults = {"estimators": None, "threshold": None, "two_sided": False, "allow_unmatched_family": False}
+        defaults = {
+            "estimators": None,
+            "threshold": None,
+            "two_sided": False,
+            "allow_unmatched_family": False,
+            "allow_dependent_canaries": False,
+        }
         for key, default in defaults.items():
             value = getattr(self, key)
             if value == default:
@@ -125,9 +140,10 @@ class AnalysisSettings:
             out[key] = list(value) if isinstance(value, tuple) else value
         return out
 
-    def bind(self, claim: Any) -> AnalysisSettings:
-        """These settings for a mechanism with ``claim`` (its ``PrivacyClaim``, or None)."""
-        return dataclasses.replace(self, claim=claim)
+    def bind(self, claim: Any, dependence: str | None = UNSTATED_DEPENDENCE) -> AnalysisSettings:
+        """These settings for a mechanism with ``claim`` (its ``PrivacyClaim``, or None) and ``dependence`` (its
+        ``canary_dependence``: None when its canaries are independent channels)."""
+        return dataclasses.replace(self, claim=claim, dependence=dependence)
 
 
 @dataclass(frozen=True, slots=True)

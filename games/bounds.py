@@ -139,6 +139,8 @@ def resolved_estimators(settings: Any, *, has_runs: bool) -> list[Estimator]:
         delta=settings.delta,
         has_runs=has_runs,
         allow_unmatched_family=settings.allow_unmatched_family,
+        dependence=settings.dependence,
+        allow_dependent_canaries=settings.allow_dependent_canaries,
     )
 
 

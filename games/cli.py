@@ -167,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--two-sided", action="store_true", default=None)
     again.add_argument("--allow-unmatched-family", action="store_true", default=None)
+    again.add_argument("--allow-dependent-canaries", action="store_true", default=None)
     again.add_argument(
         "--trust-plugins",
         action="store_true",
@@ -552,6 +553,7 @@ def _cmd_reanalyse(args: argparse.Namespace) -> int:
         "threshold": threshold,
         "two_sided": args.two_sided,
         "allow_unmatched_family": args.allow_unmatched_family,
+        "allow_dependent_canaries": args.allow_dependent_canaries,
     }
     analysis.update({k: v for k, v in given.items() if v is not None})
     problem = writable_directory_problem(args.out)

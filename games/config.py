@@ -7,7 +7,8 @@ A config has five sections, and an optional sixth (``docs/config.md`` documents 
     [game]        name = registered game, then its parameters
     [mechanism]   name = registered mechanism, then its parameters
     [attack]      name = registered attack, then its parameters
-    [analysis]    confidence, delta, estimators, threshold, two_sided, allow_unmatched_family
+    [analysis]    confidence, delta, estimators, threshold, two_sided, allow_unmatched_family,
+                  allow_dependent_canaries
 
 A list value in ``[game]``, ``[mechanism]`` or ``[attack]`` sweeps that parameter; several lists sweep their
 cartesian product (in file order: game, mechanism, attack).  A parameter whose own type is a sequence takes a
@@ -393,7 +394,8 @@ def parse_config(
                 from games.bounds import settings_problem
 
                 claim = built["mechanism"].privacy_claim()
-                problem = settings_problem(analysis.bind(claim), kind=built["game"].bound_kind, game=built["game"].name)
+                bound = analysis.bind(claim, built["mechanism"].canary_dependence)
+                problem = settings_problem(bound, kind=built["game"].bound_kind, game=built["game"].name)
                 if problem is not None:
                     raise ConfigError(f"[analysis] {problem}.")
             point_values = {**swept_values, **{f"analysis.{k}": getattr(analysis, k) for k in analysis_sweeps}}

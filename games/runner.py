@@ -487,7 +487,7 @@ def point_settings(config: ExperimentConfig) -> list[AnalysisSettings]:
         return [p.analysis for p in config.grid]
     claims = _point_claims(config)
     return [
-        p.analysis.bind(claim) if p.analysis.custom else p.analysis
+        p.analysis.bind(claim, p.mechanism.canary_dependence) if p.analysis.custom else p.analysis
         for p, claim in zip(config.grid, claims, strict=True)
     ]
 
@@ -1210,7 +1210,11 @@ def dry_run(
         if announce is not None:
             announce(f"timing trial {trial.index} (grid point {trial.grid_index}; not stored) ...")
         point = config.grid[trial.grid_index]
-        settings = point.analysis.bind(point.mechanism.privacy_claim()) if point.analysis.custom else point.analysis
+        settings = (
+            point.analysis.bind(point.mechanism.privacy_claim(), point.mechanism.canary_dependence)
+            if point.analysis.custom
+            else point.analysis
+        )
         attempt = _attempt(point, trial, settings, analytic_epsilon(point))
         if attempt.failure is not None:
             timing_error = f"trial {trial.index} failed: {attempt.failure['error']}"

@@ -94,6 +94,7 @@ class NullScores(Mechanism):
     name: ClassVar[str] = "null-scores"
     input_kind: ClassVar[str] = "canary-bits"
     release_kind: ClassVar[str] = "per-canary-values"
+    canary_dependence: ClassVar[str | None] = None
 
     def release(self, data: Any, *, rng: np.random.Generator) -> Scores:
         return np.asarray(rng.normal(size=np.asarray(data).shape[0]), dtype=np.float64)
@@ -114,6 +115,7 @@ class SubsampledGaussianScores(Mechanism):
     name: ClassVar[str] = "subsampled-gaussian-scores"
     input_kind: ClassVar[str] = "canary-bits"
     release_kind: ClassVar[str] = "per-canary-values"
+    canary_dependence: ClassVar[str | None] = None
 
     sigma: float
     sampling_rate: float

@@ -18,7 +18,17 @@ Two class attributes let a game check compatibility before any work runs:
     (:class:`mechanisms.training.release.ModelRelease`), ``"model-with-canaries"`` (a model and the public
     canaries), ``"table"``.
 
-A third says what the contract may expect of its randomness (:mod:`games.testing` checks both ways):
+A third says whether the one-run game's canaries are independent channels (the product model that the
+order-statistics audit, :mod:`analysis.order_stats`, needs):
+
+``canary_dependence`` (default: a sentence saying it is not declared)
+    ``None`` for a mechanism whose output for each canary depends on that canary's bit alone, through randomness
+    of its own (randomized response per canary, the Gaussian mechanism per coordinate, white-box Dirac DP-SGD);
+    otherwise one line saying why the canaries interact ("its canaries are examples trained into one shared
+    model"), which the estimator's refusal quotes.  A wrong ``None`` makes that estimator unsound: declare it
+    only when it holds by construction.
+
+A fourth says what the contract may expect of its randomness (:mod:`games.testing` checks both ways):
 
 ``deterministic`` (default ``False``)
     ``True`` for a mechanism that ignores ``rng`` by design (an exact copy of its input: the record games' worst
@@ -33,6 +43,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from analysis._checks import UNSTATED_DEPENDENCE
 
 if TYPE_CHECKING:
     from analysis.accounting import PrivacyClaim
@@ -59,6 +71,7 @@ class Mechanism(ABC):
     input_kind: ClassVar[str]
     release_kind: ClassVar[str]
     deterministic: ClassVar[bool] = False  # True: the release ignores rng by design (see the module docstring)
+    canary_dependence: ClassVar[str | None] = UNSTATED_DEPENDENCE  # None: independent canaries (module docstring)
 
     @abstractmethod
     def release(self, data: Any, *, rng: np.random.Generator) -> Any:

@@ -41,6 +41,7 @@ class GaussianMechanism(Mechanism):
     name: ClassVar[str] = "gaussian"
     input_kind: ClassVar[str] = "canary-bits"
     release_kind: ClassVar[str] = "per-canary-values"
+    canary_dependence: ClassVar[str | None] = None  # each coordinate: its own bit plus its own noise
 
     sigma: float
 

@@ -49,6 +49,7 @@ class RandomizedResponse(Mechanism):
     name: ClassVar[str] = "randomized-response"
     input_kind: ClassVar[str] = "canary-bits"
     release_kind: ClassVar[str] = "per-canary-values"
+    canary_dependence: ClassVar[str | None] = None  # each canary: its own bit, its own coin
 
     epsilon: float
 

@@ -60,6 +60,9 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
     name: ClassVar[str] = "dpsgd-blackbox"
     input_kind: ClassVar[str] = "canary-dataset"
     release_kind: ClassVar[str] = "model-with-canaries"
+    canary_dependence: ClassVar[str | None] = (
+        "its canaries are examples trained into one shared model, which couples their outputs"
+    )
     canary_examples: ClassVar[bool] = True
 
     hidden: tuple[int, ...] = ()
