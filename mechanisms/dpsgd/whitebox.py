@@ -105,6 +105,8 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
     input_kind: ClassVar[str] = "canary-dataset"
     release_kind: ClassVar[str] = "per-canary-values"
     canary_examples: ClassVar[bool] = False
+    # each canary: its own coordinate, its own Poisson draws and noise, untouched by the data (see Notes)
+    canary_dependence: ClassVar[str | None] = None
 
     model: str = "logistic"
 
