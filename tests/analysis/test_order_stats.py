@@ -203,6 +203,29 @@ def test_a_bound_at_the_family_limit_warns():
     assert result.parameter == 2.0
 
 
+@pytest.mark.parametrize(
+    ("m", "r", "v", "family", "delta", "expected"),
+    [
+        (10**12, 10**12, 7 * 10**11, "pure", 0.0, math.log(0.7 / 0.3)),  # every guess released: ln(v / (r − v))
+        (10**12, 10**6, 999_000, "pure", 1e-9, None),
+        (10**12, 10**12, 7 * 10**11, "gaussian", 1e-5, None),
+    ],
+)
+def test_a_trillion_canaries_is_answered_in_a_moment(m, r, v, family, delta, expected):
+    """Sizes past 2³¹ (where scipy's bdtr gives NaN): the binomial tails go through betaincc."""
+    result = epsilon_lower_bound(m, r, v, family=family, delta=delta)
+    assert math.isfinite(result.epsilon) and result.epsilon > 0
+    if expected is not None:
+        assert result.epsilon == pytest.approx(expected, abs=1e-3)
+
+
+def test_revealing_outputs_beyond_the_released_guesses_leave_no_bound():
+    """10⁷ expected revealing outputs among 10¹² canaries, 10⁶ released: all could be revealing, so nothing is
+    rejected (the four-atom channel passes every guess) and the warning says so."""
+    with pytest.warns(UserWarning, match="no positive bound"):
+        assert epsilon_lower_bound(10**12, 10**6, 10**6, family="pure", delta=1e-5).epsilon == 0.0
+
+
 def test_result_is_a_frozen_picklable_record():
     result = epsilon_lower_bound(1000, 100, 90, family="pure")
     assert isinstance(result, OrderStatsAudit)
