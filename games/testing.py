@@ -485,7 +485,8 @@ def check_rebuilt_from_fields(component: Any, samples: _Samples) -> None:
 
 def check_mechanism_kinds(mechanism: Mechanism, samples: _Samples) -> None:
     """``input_kind`` and ``release_kind`` are non-empty strings (games check them before any work); ``deterministic``
-    is a bool."""
+    is a bool; ``canary_dependence`` is None or one line saying why the canaries interact (the order-statistics
+    audit's refusal quotes it)."""
     for attr in ("input_kind", "release_kind"):
         value = getattr(type(mechanism), attr, None)
         if not isinstance(value, str) or not value:
@@ -493,6 +494,12 @@ def check_mechanism_kinds(mechanism: Mechanism, samples: _Samples) -> None:
     deterministic = getattr(type(mechanism), "deterministic", False)
     if not isinstance(deterministic, bool):
         raise AssertionError(f"{type(mechanism).__name__}.deterministic must be True or False, got {deterministic!r}")
+    dependence = getattr(type(mechanism), "canary_dependence", None)
+    if dependence is not None and (not isinstance(dependence, str) or not dependence.strip() or "\n" in dependence):
+        raise AssertionError(
+            f"{type(mechanism).__name__}.canary_dependence must be None (independent canaries) or one non-empty line "
+            f"saying why they interact, got {dependence!r}"
+        )
 
 
 def check_release_reproducible(mechanism: Mechanism, samples: _Samples) -> None:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis import fdp, multi_run, one_run
+from analysis import fdp, multi_run, one_run, order_stats
 from analysis.estimators import ESTIMATORS, bound_from_counts, bound_from_scores, resolve_estimators
 from analysis.thresholds import Explicit
 from tests.analysis.conftest import DPSGD, GAUSSIAN, RR
@@ -93,3 +93,39 @@ def test_bounds_are_the_underlying_estimators():
     assert math.isfinite(got.epsilon) and got.epsilon > 0.0
     with pytest.raises(ValueError, match="bounds repeated runs"):
         bound_from_counts(cp, 10, 5, 4, confidence=0.9, delta=1e-5)
+
+
+def test_order_stats_is_named_after_its_family_and_runs_the_order_statistics_test():
+    labels = [
+        e.label for e in resolve_estimators(["fdp", "order_stats"], DPSGD, delta=1e-5, has_runs=False, dependence=None)
+    ]
+    assert labels == ["fdp_pld", "order_stats_pld"]
+    (pure,) = resolve_estimators(["order_stats"], RR, delta=0.0, has_runs=False, dependence=None)
+    assert pure.label == "order_stats_pure" and pure.test == "order_stats"
+    want = order_stats.epsilon_lower_bound(1000, 200, 150, family="pure", confidence=0.9).epsilon
+    assert bound_from_counts(pure, 1000, 200, 150, confidence=0.9, delta=0.0) == want
+    rng = np.random.default_rng(1)
+    ins, outs = rng.normal(1.0, 1.0, 400), rng.normal(0.0, 1.0, 400)
+    (gauss,) = resolve_estimators(["order_stats"], GAUSSIAN, delta=1e-5, has_runs=False, dependence=None)
+    got = bound_from_scores(gauss, ins, outs, confidence=0.9, delta=1e-5, threshold=Explicit(1.0))
+    assert got.method.startswith(order_stats.METHOD)
+    with pytest.raises(ValueError, match="same bound here \\(order_stats_pure\\)"):
+        resolve_estimators(["order_stats", "order_stats_pure"], RR, delta=0.0, has_runs=False, dependence=None)
+
+
+def test_order_stats_on_dependent_canaries_is_refused_unless_allowed_and_then_labelled():
+    reason = "its canaries are examples trained into one shared model"
+    with pytest.raises(ValueError, match="allow_dependent_canaries = true") as info:
+        resolve_estimators(["steinke", "order_stats"], DPSGD, delta=1e-5, has_runs=False, dependence=reason)
+    assert reason in str(info.value) and "\n" not in str(info.value)
+    # a caller that cannot ask the mechanism is refused too: independence must be declared
+    with pytest.raises(ValueError, match="does not declare its canaries independent"):
+        resolve_estimators(["order_stats"], DPSGD, delta=1e-5, has_runs=False)
+    forced = resolve_estimators(
+        ["steinke", "order_stats"], DPSGD, delta=1e-5, has_runs=False, dependence=reason, allow_dependent_canaries=True
+    )
+    assert [e.label for e in forced] == ["steinke", "order_stats_pld_dependent"]
+    # the other estimators do not depend on the canaries' independence
+    assert [e.label for e in resolve_estimators(["fdp"], DPSGD, delta=1e-5, has_runs=False, dependence=reason)] == [
+        "fdp_pld"
+    ]

@@ -284,6 +284,13 @@ class DeterministicAsText(Flip):
 
 
 @dataclass(frozen=True, slots=True)
+class DependenceAsFlag(Flip):
+    """A canary-dependence declaration that is neither None nor a reason."""
+
+    canary_dependence: ClassVar[Any] = False
+
+
+@dataclass(frozen=True, slots=True)
 class OneValueShort(Flip):
     """Releases one value fewer than there are canaries."""
 
@@ -499,6 +506,7 @@ BROKEN = [
     (IgnoresRng(), "check_release_reproducible", "release ignores rng"),
     (SaysDeterministic(), "check_release_reproducible", "declares deterministic = True, but releases with rng seeded"),
     (DeterministicAsText(), "check_mechanism_kinds", "deterministic must be True or False, got 'yes'"),
+    (DependenceAsFlag(), "check_mechanism_kinds", "canary_dependence must be None .* got False"),
     (DeterministicWithClaim(), "check_privacy_claim", "declares deterministic = True and claims privacy"),
     (OneValueShort(), "check_release_kind", r"must release one number per canary, shape \(200,\), got ndarray"),
     (TableAsArray(), "check_release_kind", r"\(release_kind 'table'\) must release a pandas DataFrame, got ndarray"),
