@@ -147,6 +147,26 @@ def test_golden_row_is_pinned_to_its_seed(stored_trial):
     assert outcome.membership[:10].astype(int).tolist() == [0, 1, 0, 1, 1, 1, 0, 1, 0, 0]
 
 
+ORDER_STATS_CONFIG = {
+    "experiment": {"name": "golden-os", "seed": 2026, "repetitions": 2},
+    "game": {"name": "one-run", "m": 2000, "k_pos": 100, "k_neg": 100},
+    "mechanism": {"name": "gaussian", "sigma": [1.0, 0.5]},
+    "attack": {"name": "identity"},
+    "analysis": {"confidence": 0.95, "delta": 1e-5, "estimators": ["steinke", "order_stats", "order_stats_pure"]},
+}
+
+
+@pytest.mark.filterwarnings("ignore:the δ term")
+def test_golden_order_stats_row_is_pinned_to_its_seed(stored_trial):
+    """Trial 1 (σ = 1, analytic ε 4.4 at δ = 1e-5) with the order-statistics audit, recorded from the code on
+    2026-12-03: its Gaussian (the mechanism's own) and pure families beside Steinke's bound on the same 200 guesses."""
+    row, _ = stored_trial(ORDER_STATS_CONFIG, trial=1)
+    assert (row["m"], row["r"], row["v"]) == (2000, 200, 178)
+    assert row["steinke.epsilon_lb"] == pytest.approx(1.70381512977843, rel=1e-9)
+    assert row["order_stats_gaussian.epsilon_lb"] == pytest.approx(3.32134771202038, rel=1e-6)
+    assert row["order_stats_pure.epsilon_lb"] == pytest.approx(1.7085442350031603, rel=1e-6)
+
+
 # -- canary-dataset mechanisms: the game's data and canaries ---------------------------------------------------
 @dataclasses.dataclass(frozen=True, slots=True)
 class RowSums(CanaryMechanism):
