@@ -3,6 +3,10 @@
 On Gaussian scores (members N(μ, 1), non-members N(0, 1): a μ-GDP mechanism seen through its optimal attack) the
 true ε at δ is known, so the ladder shows how much each estimator gives away — the figure a paper on bound
 tightness needs.  ``privgame report DIR --ladder FILE`` draws it for the stored scores of an experiment.
+
+The order-statistics audit (:mod:`analysis.order_stats`, :data:`PRODUCT_MODEL`) holds only where every canary is
+its own independent channel; :func:`ladder` gives it as NaN when told the scores' canaries are not
+(``dependence``, the mechanism's ``canary_dependence``).  Idealised Gaussian scores are a product model.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from analysis import multi_run, one_run
 from analysis.accounting import gaussian_epsilon
 from analysis.thresholds import Bonferroni, ThresholdStrategy
 
-__all__ = ["LADDER", "gaussian_ladder", "ladder", "plot_ladder"]
+__all__ = ["LADDER", "PRODUCT_MODEL", "gaussian_ladder", "ladder", "plot_ladder"]
 
 Estimator = Callable[[np.ndarray, np.ndarray, float, float, ThresholdStrategy], float]
 
@@ -33,6 +37,18 @@ def _fdp(family: str) -> Estimator:
         if family == "gaussian" and delta <= 0:
             return math.nan
         return fdp.audit_scores(a, b, family=family, confidence=confidence, delta=delta, threshold=threshold).epsilon
+
+    return run
+
+
+def _order_stats(family: str) -> Estimator:
+    def run(a: np.ndarray, b: np.ndarray, confidence: float, delta: float, threshold: ThresholdStrategy) -> float:
+        from analysis import order_stats
+
+        if family == "gaussian" and delta <= 0:
+            return math.nan
+        audit = order_stats.audit_scores(a, b, family=family, confidence=confidence, delta=delta, threshold=threshold)
+        return audit.epsilon
 
     return run
 
@@ -50,12 +66,21 @@ LADDER: dict[str, Estimator] = {
     ),
     "f-DP one-run, pure": _fdp("pure"),
     "f-DP one-run, Gaussian (GDP-derived)": _fdp("gaussian"),
+    "order-stats one-run, pure (product model)": _order_stats("pure"),
+    "order-stats one-run, Gaussian (GDP-derived, product model)": _order_stats("gaussian"),
     "multi-run Clopper-Pearson": lambda a, b, c, d, t: (
         multi_run.audit_scores(a, b, confidence=c, delta=d, threshold=t).epsilon
     ),
     "multi-run GDP (GDP-derived)": _gdp,
 }
 """Estimators of the ladder by display name.  The GDP-derived ones are valid only for Gaussian-like mechanisms."""
+
+PRODUCT_MODEL: tuple[str, ...] = (
+    "order-stats one-run, pure (product model)",
+    "order-stats one-run, Gaussian (GDP-derived, product model)",
+)
+"""The ladder's estimators valid only where every canary is its own independent channel (Xiang et al. 2025,
+arXiv:2509.08704): NaN in :func:`ladder` when its ``dependence`` says the canaries are not."""
 
 
 def ladder(
@@ -66,16 +91,38 @@ def ladder(
     delta: float = 1e-5,
     threshold: ThresholdStrategy | None = None,
     estimators: Iterable[str] | None = None,
+    dependence: str | None = None,
 ) -> dict[str, float]:
-    """Every ladder estimator's ε bound on the same scores (NaN where an estimator does not apply)."""
+    """Every ladder estimator's ε bound on the same scores (NaN where an estimator does not apply).
+
+    Parameters
+    ----------
+    in_scores, out_scores : array-like
+        The member and non-member canaries' scores (higher = member).
+    confidence : float, default=0.95
+    delta : float, default=1e-5
+    threshold : ThresholdStrategy or None, default=None
+        Bonferroni over 100 label-free quantiles when None.
+    estimators : iterable of str or None, default=None
+        Names from :data:`LADDER` (all when None).
+    dependence : str or None, default=None
+        Why the canaries behind the scores are not independent channels (``Mechanism.canary_dependence``), or None
+        when they are; where given, the :data:`PRODUCT_MODEL` estimators are NaN (not computed).
+    """
     strategy = Bonferroni() if threshold is None else threshold
     names = list(LADDER) if estimators is None else list(estimators)
+    unknown = [n for n in names if n not in LADDER]
+    if unknown:
+        raise ValueError(f"estimators must be names from {', '.join(LADDER)}, got {unknown[0]!r}.")
     a = np.asarray(in_scores, dtype=np.float64)
     b = np.asarray(out_scores, dtype=np.float64)
     out: dict[str, float] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         for name in names:
+            if dependence is not None and name in PRODUCT_MODEL:
+                out[name] = math.nan
+                continue
             try:
                 out[name] = float(LADDER[name](a, b, confidence, delta, strategy))
             except ImportError:  # an estimator module not installed

@@ -12,28 +12,41 @@ The one-run and multi-run games compute their own single bound by default.  A co
 - a number, or ``{rule = "explicit", at = t}`` (``at = [t_low, t_high]`` with ``two_sided = true``): fixed in
   advance, for example 0.5 on released bits, which guesses every canary (Steinke et al.'s idealised experiment).
 
+Each one-run estimator also gets its *ceiling* ``<label>.ceiling``: the bound its guesses would give were every one
+of them right (same m, r, δ and per-test confidence, :func:`ceiling`); a summary marks a median bound within 1 % of
+the median ceiling (``<label>.at_ceiling``): there the audit (too few canaries or guesses), not the mechanism, is
+what limits the bound.
+
 Every choice is checked against each grid point's game and mechanism when the config is read, before any trial.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from analysis._checks import check_int, check_real
+from analysis._memo import BoundedMemo
 
 if TYPE_CHECKING:  # the estimators are imported where bounds are computed: reading results needs none of them
     from analysis.estimators import Estimator
+    from analysis.families import CurveFamily
     from analysis.thresholds import ThresholdStrategy
 
 __all__ = [
+    "AT_CEILING",
     "THRESHOLD_RULES",
     "bound_columns",
+    "ceiling",
+    "ceiling_columns",
     "check_threshold",
+    "default_ceiling_columns",
     "estimator_labels",
     "pooled_columns",
     "resolved_estimators",
@@ -51,6 +64,13 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 Threshold = tuple[tuple[str, Any], ...]
+
+AT_CEILING = 0.99
+"""A median bound at least this share of its median ceiling is marked ``at_ceiling``."""
+
+# Ceilings by (test, family, m, r, confidence, δ): a trial's ceiling repeats for every trial with the same guess
+# count, and a PLD family's costs a composition per search step (about 1 s each).
+_CEILINGS: BoundedMemo[float] = BoundedMemo(4096)
 
 
 def check_threshold(spec: Any) -> Threshold | None:
@@ -209,7 +229,7 @@ def pooled_columns(
     if not estimators:
         raise ValueError("the rows hold no estimator columns (<label>.epsilon_lb) to pool.")
     columns = _columns(estimators, settings, scores, membership, rng=rng, top_k=None, default=default)
-    return {k: v for k, v in columns.items() if not k.endswith((".r", ".v")) and k != "m"}
+    return {k: v for k, v in columns.items() if not k.endswith((".r", ".v", ".ceiling")) and k != "m"}
 
 
 def _columns(
@@ -222,7 +242,7 @@ def _columns(
     top_k: tuple[int, int] | None,
     default: Threshold | None,
 ) -> dict[str, float | int]:
-    from analysis.estimators import bound_from_counts, bound_from_scores
+    from analysis.estimators import ONE_RUN, bound_from_counts, bound_from_scores
     from analysis.one_run import count_correct, guesses_top_k
 
     common = {"confidence": settings.confidence, "delta": settings.delta}
@@ -235,6 +255,7 @@ def _columns(
         r, v = count_correct(guesses, membership)
         for e in estimators:
             out[f"{e.label}.epsilon_lb"] = bound_from_counts(e, scores.shape[0], r, v, **common)
+            out[f"{e.label}.ceiling"] = ceiling(e, scores.shape[0], r, **common)
         out.update({"m": int(scores.shape[0]), "r": r, "v": v})
     else:
         assert threshold is not None
@@ -243,6 +264,14 @@ def _columns(
         for e in estimators:
             result = bound_from_scores(e, ins, outs, threshold=strategy, two_sided=settings.two_sided, **common)
             out[f"{e.label}.epsilon_lb"] = result.epsilon
+            if e.name in ONE_RUN:  # at the chosen threshold, on the part bounded, at its per-test significance
+                out[f"{e.label}.ceiling"] = ceiling(
+                    e,
+                    int(result.details["m"]),
+                    int(result.details["r"]),
+                    confidence=1.0 - result.beta_per_test,
+                    delta=settings.delta,
+                )
             for key in ("r", "v"):
                 if key in result.details:
                     out[f"{e.label}.{key}"] = int(result.details[key])
@@ -261,8 +290,9 @@ def tightness(bound: float, analytic: float) -> float:
 
 
 def summary_columns(rows: pd.DataFrame, analytic: float) -> dict[str, float]:
-    """Each estimator's summary over a grid point's trials: ``<label>.epsilon_lb_{mean,median,min,max}`` and its
-    ``<label>.tightness`` (median over the analytic ε)."""
+    """Each estimator's summary over a grid point's trials: ``<label>.epsilon_lb_{mean,median,min,max}``, its
+    ``<label>.tightness`` (median over the analytic ε) and, where the rows have its ceilings, ``<label>.ceiling``
+    (their median) and ``<label>.at_ceiling`` (:func:`ceiling_columns`)."""
     out: dict[str, float] = {}
     for label in estimator_labels(list(rows.columns)):
         lb = rows[f"{label}.epsilon_lb"].to_numpy(dtype=float)
@@ -272,4 +302,105 @@ def summary_columns(rows: pd.DataFrame, analytic: float) -> dict[str, float]:
         out[f"{label}.epsilon_lb_min"] = float(np.min(lb))
         out[f"{label}.epsilon_lb_max"] = float(np.max(lb))
         out[f"{label}.tightness"] = tightness(median, analytic)
+        if f"{label}.ceiling" in rows.columns:  # rows stored before ceilings existed have none: no marker
+            ceilings = rows[f"{label}.ceiling"].to_numpy(dtype=float)
+            out.update(ceiling_columns(median, ceilings, prefix=f"{label}."))
     return out
+
+
+def ceiling_columns(median: float, ceilings: np.ndarray, *, prefix: str = "") -> dict[str, float]:
+    """``<prefix>ceiling``, the median of the trials' ``ceilings`` (NaN where none is finite), and
+    ``<prefix>at_ceiling``: whether the median bound is at least :data:`AT_CEILING` of it.
+
+    A ceiling of 0 (guesses too few for any positive bound at that confidence) with a bound of 0 is at its ceiling:
+    there too more canaries or guesses, not a weaker mechanism, are what a larger bound needs.
+    """
+    finite = ceilings[np.isfinite(ceilings)]
+    top = float(np.median(finite)) if finite.size else math.nan
+    at = bool(math.isfinite(top) and math.isfinite(median) and median >= AT_CEILING * top)
+    return {f"{prefix}ceiling": top, f"{prefix}at_ceiling": at}
+
+
+def default_ceiling_columns(rows: pd.DataFrame, settings: Any) -> dict[str, float]:
+    """The ceiling of the one-run game's own bound (Steinke's, on its top-k guesses: no ``[analysis] estimators``)
+    over a grid point's stored rows, from their ``m`` and ``r``: ``ceiling`` and ``at_ceiling`` as
+    :func:`ceiling_columns` gives them; empty where the rows lack ``epsilon_lb``, ``m`` or ``r``.
+
+    Computed when the rows are summarised, not stored with them, so results stored before ceilings existed get
+    theirs too (Steinke's bound costs about a millisecond; the stored rows are left as they are).
+    """
+    from analysis.estimators import Estimator
+
+    if not {"epsilon_lb", "m", "r"} <= set(rows.columns) or rows.empty:
+        return {}
+    steinke = Estimator("steinke", "steinke")
+    common = {"confidence": settings.confidence, "delta": settings.delta}
+    ceilings = np.array([ceiling(steinke, int(m), int(r), **common) for m, r in zip(rows["m"], rows["r"], strict=True)])
+    return ceiling_columns(float(np.median(rows["epsilon_lb"].to_numpy(dtype=float))), ceilings)
+
+
+def ceiling(estimator: Estimator, m: int, r: int, *, confidence: float, delta: float) -> float:
+    """The largest bound a one-run estimator can give from r guesses among m canaries: every guess right (v = r).
+
+    Parameters
+    ----------
+    estimator : Estimator
+        A one-run estimator (:data:`analysis.estimators.ONE_RUN`).
+    m : int
+        Canaries of the part bounded (the held-out part under a split).
+    r : int
+        Guesses made (k₊ + k₋ under top-k; those at the chosen threshold under a threshold rule).
+    confidence : float
+        The confidence of the test at that threshold: ``1 − beta_per_test`` of the threshold strategy.
+    delta : float
+
+    Returns
+    -------
+    float
+        ``bound_from_counts(estimator, m, r, r, ...)``; 0 when r = 0.  Remembered per process by (the estimator's
+        test, its family's name and parameters, m, r, confidence, δ), so a grid point's trials compute it once.
+
+    Raises
+    ------
+    ValueError
+        For a multi-run estimator, or counts, confidence or δ that :func:`analysis.estimators.bound_from_counts`
+        refuses.
+    """
+    from analysis.estimators import MULTI_RUN, bound_from_counts
+
+    if estimator.name in MULTI_RUN:
+        raise ValueError(f"{estimator.name!r} bounds repeated runs: it has no one-run ceiling.")
+    m_ = check_int("m", m, low=1)
+    r_ = check_int("r", r, low=0, high=m_)
+    if r_ == 0:
+        return 0.0
+
+    def compute() -> float:
+        with warnings.catch_warnings():  # "no positive bound is possible": the ceiling says so itself (0)
+            warnings.simplefilter("ignore", UserWarning)
+            return float(bound_from_counts(estimator, m_, r_, r_, confidence=confidence, delta=delta))
+
+    key = (estimator.test, _family_key(estimator.family), m_, r_, float(confidence), float(delta))
+    return _CEILINGS.get(key, compute)
+
+
+def _family_key(family: CurveFamily | None) -> Hashable:
+    """What makes a family's bounds: its name and parameters (a DP-SGD family's q and T are its curve's keywords)."""
+    if family is None:
+        return None
+    return (
+        family.name,
+        family.parameter_name,
+        family.max_parameter,
+        family.xtol,
+        family.delta,
+        _callable_key(family.curve),
+        _callable_key(family.epsilon),
+    )
+
+
+def _callable_key(f: Any) -> Hashable:
+    # a partial compares by identity; its function and arguments do not (a class or function is itself the key)
+    if isinstance(f, functools.partial):
+        return (_callable_key(f.func), f.args, tuple(sorted(f.keywords.items())))
+    return f

@@ -31,8 +31,11 @@ if TYPE_CHECKING:
     import matplotlib.figure
 
 __all__ = [
+    "CEILING_MARKER",
+    "CEILING_NOTE",
     "RecordValuesWarning",
     "brief_summary",
+    "ceiling_note",
     "figure_results",
     "ladder_context",
     "ladder_results",
@@ -192,11 +195,29 @@ def summarise_results(
             {
                 **point["params"],
                 **_derived(point),
-                **summary,
+                **_with_own_ceiling(summary, stored.games[g], stored.analyses[g], part),
                 **({"failed": failed.get(g, 0)} if failed else {}),
             }
         )
     return pd.DataFrame.from_records(records), list(stored.swept)
+
+
+def _with_own_ceiling(
+    summary: dict[str, Any], game: Game, settings: AnalysisSettings, rows: pd.DataFrame
+) -> dict[str, Any]:
+    """A one-run game's summary of its own bound (no ``[analysis]`` choices) with that bound's ceiling and
+    marker (:func:`games.bounds.default_ceiling_columns`) after its median; other summaries as they are."""
+    if game.bound_kind != "one-run" or settings.custom or settings.two_sided or "epsilon_lb_median" not in summary:
+        return summary
+    from games.bounds import default_ceiling_columns
+
+    extra = default_ceiling_columns(rows, settings)
+    out: dict[str, Any] = {}
+    for key, value in summary.items():
+        out[key] = value
+        if key == "epsilon_lb_median":
+            out.update(extra)
+    return out
 
 
 def _derived(point: Any) -> dict[str, float]:
@@ -479,14 +500,43 @@ def brief_summary(root: str, summary: pd.DataFrame, swept: Sequence[str]) -> tup
 
     labels = estimator_labels_of(summary)
     if brief is None and labels:  # [analysis] estimators: each estimator's columns, not the first one's twice
-        ends = ("epsilon_lb", "epsilon_lb_median", "epsilon_lb_min", "epsilon_lb_max", "tightness")
-        brief = (*(f"{label}.{end}" for label in labels for end in ends), "n_runs", "n_trials")
+        ends = ("epsilon_lb", "epsilon_lb_median", "ceiling", "at_ceiling", "epsilon_lb_min", "epsilon_lb_max")
+        brief = (*(f"{label}.{end}" for label in labels for end in (*ends, "tightness")), "n_runs", "n_trials")
     if brief is None:
-        return summary, 0
+        return _ceiling_markers(summary), 0
     keep = [c for c in summary.columns if c in swept or c.startswith("mechanism.") or c == "epsilon_analytic"]
     keep += [c for c in brief if c in summary.columns and c not in keep]
     keep += [c for c in ("failed",) if c in summary.columns]
-    return summary[keep], summary.shape[1] - len(keep)
+    return _ceiling_markers(summary[keep]), summary.shape[1] - len(keep)
+
+
+CEILING_MARKER = ">=99% of ceiling"
+"""How a plain, Markdown or LaTeX report shows a median bound within 1 % of its ceiling (``at_ceiling``)."""
+
+CEILING_NOTE = (
+    f"bounds marked {CEILING_MARKER!r} are within 1 % of what their guesses could give at best (every guess "
+    "right): the audit, not the mechanism, limits them, and more canaries or more guesses would raise them "
+    "(docs/estimators.md#ceilings)."
+)
+
+
+def _ceiling_markers(table: pd.DataFrame) -> pd.DataFrame:
+    """``at_ceiling`` columns as :data:`CEILING_MARKER` where true and blank elsewhere (``--format csv`` keeps the
+    booleans)."""
+    columns = [c for c in table.columns if c == "at_ceiling" or c.endswith(".at_ceiling")]
+    if not columns:
+        return table
+    return table.assign(
+        **{c: [CEILING_MARKER if value is True or value is np.True_ else "" for value in table[c]] for c in columns}
+    )
+
+
+def ceiling_note(summary: pd.DataFrame) -> str | None:
+    """The footnote a report prints under its table when some bound is at its ceiling (:data:`CEILING_NOTE`), or
+    None (no ``at_ceiling`` column true: none is, or the results were stored before ceilings existed)."""
+    columns = [c for c in summary.columns if c == "at_ceiling" or c.endswith(".at_ceiling")]
+    marked = any(value is True or value is np.True_ or value == CEILING_MARKER for c in columns for value in summary[c])
+    return CEILING_NOTE if marked else None
 
 
 def _context(store: ResultsStore) -> str:
@@ -540,9 +590,14 @@ def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: boo
     Returns
     -------
     DataFrame
-        Columns ``setting, estimator, epsilon, epsilon_true`` (``epsilon_true`` is the analytic ε).
+        Columns ``setting, estimator, epsilon, epsilon_true`` (``epsilon_true`` is the analytic ε), and ``note``
+        where some point's mechanism does not declare its canaries independent channels: there the
+        order-statistics audit (:data:`analysis.ladder.PRODUCT_MODEL`), which holds only for such canaries, is NaN
+        and its note quotes the mechanism's reason (``Mechanism.canary_dependence``, read from its registered class:
+        no mechanism is built).  The order-statistics audit with DP-SGD's own PLD family needs the mechanism's
+        claim, which a report does not build: name ``order_stats`` in ``[analysis] estimators`` to store it.
     """
-    from analysis.ladder import ladder
+    from analysis.ladder import PRODUCT_MODEL, ladder
 
     stored = _load(root, plugins, trust_plugins)
     rows = stored.rows
@@ -550,21 +605,47 @@ def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: boo
     for g in sorted(rows["grid_point"].unique()):
         point = stored.manifest["grid"][int(g)]
         settings = stored.analyses[int(g)]
+        dependence = _canary_dependence(stored.manifest, point)
         label = ", ".join(f"{k}={v}" for k, v in point["params"].items()) or stored.name
         values: dict[str, list[float]] = {}
         for trial in rows.loc[rows["grid_point"] == g, "trial"]:
             outcome = stored.store.load_outcome(int(trial))
             s, member = outcome.scores, outcome.membership
-            bounds = ladder(s[member], s[~member], confidence=settings.confidence, delta=settings.delta)
+            bounds = ladder(
+                s[member], s[~member], confidence=settings.confidence, delta=settings.delta, dependence=dependence
+            )
             for name, value in bounds.items():
                 values.setdefault(name, []).append(value)
         for name, vals in values.items():
-            records.append(
-                {
-                    "setting": label,
-                    "estimator": name,
-                    "epsilon": float(np.nanmedian(vals)) if np.isfinite(vals).any() else float("nan"),
-                    "epsilon_true": point["epsilon_analytic"],
-                }
-            )
-    return pd.DataFrame(records)
+            record = {
+                "setting": label,
+                "estimator": name,
+                "epsilon": float(np.nanmedian(vals)) if np.isfinite(vals).any() else float("nan"),
+                "epsilon_true": point["epsilon_analytic"],
+            }
+            if dependence is not None and name in PRODUCT_MODEL:
+                record["note"] = printable(
+                    "not shown: the order-statistics audit holds only when every canary is its own independent "
+                    f"channel, and here {dependence.rstrip('.')}"
+                )
+            records.append(record)
+    table = pd.DataFrame(records)
+    if "note" in table.columns:
+        table["note"] = table["note"].fillna("")
+    return table
+
+
+def _canary_dependence(manifest: Mapping[str, Any], point: Mapping[str, Any]) -> str | None:
+    """Why a grid point's mechanism's canaries are not independent channels (its class's ``canary_dependence``,
+    None when they are), read from the mechanism's registered class without building it; a mechanism not
+    registered here (a plugin not imported) is not known to have independent canaries."""
+    from games.registry import MECHANISMS, UnknownNameError
+
+    name = _table(point.get("params")).get(
+        "mechanism.name", _table(_table(manifest.get("config")).get("mechanism")).get("name")
+    )
+    try:
+        dependence = MECHANISMS.get(str(name)).canary_dependence
+    except (UnknownNameError, ImportError):  # a plugin not imported, or its optional packages missing
+        return f"the mechanism {str(name)!r} is not registered here, so its canaries are not known to be independent"
+    return None if dependence is None else str(dependence)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.accounting import gaussian_epsilon
-from analysis.ladder import LADDER, gaussian_ladder, ladder, plot_ladder
+from analysis.ladder import LADDER, PRODUCT_MODEL, gaussian_ladder, ladder, plot_ladder
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,9 @@ def test_gdp_estimators_do_not_apply_at_delta_zero():
     values = ladder(rng.normal(1, 1, 500), rng.normal(0, 1, 500), delta=0.0)
     assert math.isnan(values["multi-run GDP (GDP-derived)"])
     assert math.isnan(values["f-DP one-run, Gaussian (GDP-derived)"])
+    assert math.isnan(values["order-stats one-run, Gaussian (GDP-derived, product model)"])
     assert values["one-run (Steinke)"] >= 0.0
+    assert values["order-stats one-run, pure (product model)"] >= 0.0
 
 
 def test_plot(table, tmp_path):
@@ -54,3 +56,30 @@ def test_plot(table, tmp_path):
         plot_ladder(table, tmp_path / "x.gif")
     with pytest.raises(ValueError, match="must have the columns"):
         plot_ladder(table.drop(columns="estimator"), tmp_path / "y.png")
+
+
+def test_idealised_gaussian_scores_are_a_product_model_so_the_order_statistics_audit_is_on_the_ladder(table):
+    assert set(PRODUCT_MODEL) <= set(LADDER)
+    wide = table.pivot(index="estimator", columns="setting", values="epsilon")
+    for name in PRODUCT_MODEL:
+        assert (wide.loc[name] > 0.0).all()
+    # the order-statistics test is the sharper one on the same guesses (Xiang et al. 2025)
+    gaussian = wide.loc["order-stats one-run, Gaussian (GDP-derived, product model)"]
+    assert (gaussian >= wide.loc["f-DP one-run, Gaussian (GDP-derived)"]).all()
+
+
+def test_the_order_statistics_audit_is_not_computed_where_the_canaries_interact():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(2, 1, 1000), rng.normal(0, 1, 1000)
+    free = ladder(a, b)
+    tied = ladder(a, b, dependence="its canaries are examples trained into one shared model")
+    for name in LADDER:
+        if name in PRODUCT_MODEL:
+            assert free[name] > 0.0 and math.isnan(tied[name])
+        else:
+            assert tied[name] == free[name] or (math.isnan(tied[name]) and math.isnan(free[name]))
+
+
+def test_an_unknown_ladder_estimator_is_named():
+    with pytest.raises(ValueError, match="got 'order-stats'"):
+        ladder([1.0, 2.0], [0.0, 1.0], estimators=["order-stats"])

@@ -237,3 +237,166 @@ def test_dry_run_times_a_trial_with_the_chosen_estimators(write_config, tmp_path
     config = load_config(write_config({"analysis": {"estimators": ["steinke", "fdp"]}}, name="dry"))
     plan = dry_run(config, tmp_path / "out")
     assert plan.timing_error is None and plan.seconds_per_trial is not None  # the trial's analysis had the claim
+
+
+# -- ceilings: the bound every guess right would give ---------------------------------------------------------
+def _all_right_outcome(m: int = 400):
+    """A one-run outcome whose scores are the membership bits: every guess of every rule is right."""
+    from games._base import TrialOutcome
+
+    membership = np.random.default_rng(5).random(m) < 0.5
+    return TrialOutcome(scores=membership.astype(np.float64), membership=membership)
+
+
+def _claims():
+    from mechanisms.gaussian import GaussianMechanism
+
+    return {"pure": RandomizedResponse(2.0).privacy_claim(), "gaussian": GaussianMechanism(sigma=0.5).privacy_claim()}
+
+
+@pytest.mark.parametrize(
+    ("family", "names"),
+    [("pure", ("steinke", "fdp", "order_stats")), ("gaussian", ("steinke", "fdp", "order_stats"))],
+)
+@pytest.mark.parametrize("threshold", [None, {"rule": "explicit", "at": 0.5}, "bonferroni", "split"])
+def test_a_trial_with_every_guess_right_is_at_its_ceiling(family, names, threshold):
+    """The ceiling is the bound at v = r with the trial's own m, r, δ and per-test confidence (the part bounded
+    under a split, β/G under Bonferroni): on scores that are the bits every estimator's bound equals it."""
+    game = OneRunGame(m=400, k_pos=40, k_neg=40)
+    outcome = _all_right_outcome()
+    settings = AnalysisSettings(delta=1e-7, estimators=names, threshold=threshold).bind(_claims()[family], None)
+    row = game.analyse_trial(outcome, settings, seed=np.random.SeedSequence(1))
+    labels = estimator_labels(list(row))
+    assert len(labels) == 3
+    for label in labels:
+        assert row[f"{label}.ceiling"] > 0.0
+        if threshold is None:  # top-k: the very same call, so the very same number
+            assert row[f"{label}.ceiling"] == row[f"{label}.epsilon_lb"]
+        else:  # the score-level search may land a tolerance away
+            assert row[f"{label}.v"] == row[f"{label}.r"] > 0
+            assert row[f"{label}.epsilon_lb"] == pytest.approx(row[f"{label}.ceiling"], rel=1e-6, abs=1e-6)
+
+
+def test_the_ceiling_is_the_bound_at_v_equal_r_and_is_remembered(monkeypatch):
+    import analysis.estimators
+    from analysis.estimators import bound_from_counts, resolve_estimators
+    from games import bounds
+
+    for family, claim in _claims().items():
+        names = ("steinke", "fdp", "order_stats")
+        for e in resolve_estimators(names, claim, delta=1e-5, has_runs=False, dependence=None):
+            expected = bound_from_counts(e, 1000, 60, 60, confidence=0.95, delta=1e-5)
+            assert bounds.ceiling(e, 1000, 60, confidence=0.95, delta=1e-5) == expected > 0.0, (family, e.label)
+    calls = []
+    monkeypatch.setattr(analysis.estimators, "bound_from_counts", lambda *a, **k: calls.append(a) or 1.5)
+    again = resolve_estimators(("order_stats",), _claims()["gaussian"], delta=1e-5, has_runs=False, dependence=None)
+    # an estimator resolved anew (its family a new object) with the same numbers is answered from the memo
+    assert bounds.ceiling(again[0], 1000, 60, confidence=0.95, delta=1e-5) != 1.5 and calls == []
+    assert bounds.ceiling(again[0], 1000, 61, confidence=0.95, delta=1e-5) == 1.5 and len(calls) == 1
+
+
+def test_pld_families_with_the_same_q_and_t_share_a_key_and_others_do_not():
+    from analysis.families import dpsgd_family
+    from games.bounds import _family_key
+
+    a, b = (dpsgd_family(0.1, 500, delta=1e-5) for _ in range(2))
+    assert a != b and _family_key(a) == _family_key(b)  # new partials: unequal objects, equal parameters
+    assert _family_key(dpsgd_family(0.1000001, 500, delta=1e-5)) != _family_key(a)  # same name "dpsgd(q=0.1, ...)"
+    assert _family_key(dpsgd_family(0.1, 501, delta=1e-5)) != _family_key(a)
+
+
+def test_ceiling_errors_and_edges():
+    from analysis.estimators import Estimator
+    from games.bounds import ceiling
+
+    steinke = Estimator("steinke", "steinke")
+    assert ceiling(steinke, 100, 0, confidence=0.95, delta=0.0) == 0.0  # no guess, no bound
+    with pytest.warns() as caught:  # too few guesses for any positive bound: 0, without the estimator's warning
+        import warnings
+
+        warnings.warn("marker", UserWarning, stacklevel=1)
+        assert ceiling(steinke, 100, 2, confidence=0.95, delta=0.0) == 0.0
+    assert [str(w.message) for w in caught] == ["marker"]
+    with pytest.raises(ValueError, match="'clopper_pearson' bounds repeated runs"):
+        ceiling(Estimator("clopper_pearson", "clopper_pearson"), 100, 10, confidence=0.95, delta=0.0)
+    with pytest.raises(ValueError, match="r must be"):
+        ceiling(steinke, 100, 101, confidence=0.95, delta=0.0)
+    with pytest.raises(ValueError, match="confidence"):
+        ceiling(steinke, 100, 10, confidence=1.0, delta=0.0)
+
+
+def _rows(bounds: list[float], ceilings: list[float]):
+    import pandas as pd
+
+    return pd.DataFrame({"steinke.epsilon_lb": bounds, "steinke.ceiling": ceilings})
+
+
+@pytest.mark.parametrize(
+    ("bounds", "ceilings", "at"),
+    [
+        ([1.99, 2.0, 1.985], [2.0, 2.0, 2.0], True),  # median 1.985 >= 0.99 × 2
+        ([1.98, 1.97, 2.0], [2.0, 2.0, 2.0], True),  # exactly 99 %
+        ([1.9, 1.97, 2.0], [2.0, 2.0, 2.0], False),  # median 1.97: 1.5 % below
+        ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0], True),  # no positive bound possible: the guesses are the limit
+        ([1.0, 1.0, 1.0], [math.nan, math.nan, math.nan], False),
+    ],
+)
+def test_a_median_bound_within_one_percent_of_the_median_ceiling_is_marked(bounds, ceilings, at):
+    from games.bounds import summary_columns
+
+    out = summary_columns(_rows(bounds, ceilings), analytic=4.0)
+    assert out["steinke.at_ceiling"] is at
+    finite = [c for c in ceilings if math.isfinite(c)]
+    assert out["steinke.ceiling"] == (float(np.median(finite)) if finite else pytest.approx(math.nan, nan_ok=True))
+
+
+def test_rows_stored_before_ceilings_summarise_without_them():
+    import pandas as pd
+
+    from games.bounds import summary_columns
+
+    out = summary_columns(pd.DataFrame({"steinke.epsilon_lb": [1.0, 2.0]}), analytic=4.0)
+    assert out["steinke.epsilon_lb_median"] == 1.5
+    assert not any("ceiling" in key for key in out)
+
+
+def test_multi_run_estimators_get_no_ceiling():
+    from mechanisms.gaussian import GaussianMechanism
+
+    game = MultiRunGame(runs=40, thresholds=20)
+    mechanism = GaussianMechanism(sigma=0.5)
+    seed = np.random.SeedSequence(3)
+    outcome = game.play(mechanism, _identity(), seed=seed)
+    settings = AnalysisSettings(delta=1e-5, estimators=("clopper_pearson", "gdp")).bind(mechanism.privacy_claim())
+    assert not any("ceiling" in key for key in game.analyse_trial(outcome, settings, seed=seed))
+
+
+def test_the_games_own_bound_gets_its_ceiling_when_summarised():
+    """No [analysis] estimators: Steinke's ceiling at the stored m and r (k_pos + k_neg), computed from the rows."""
+    import pandas as pd
+
+    from analysis.one_run import epsilon_lower_bound
+    from games.bounds import default_ceiling_columns
+
+    top = epsilon_lower_bound(500, 50, 50, delta=1e-5, confidence=0.95)
+    assert top == pytest.approx(2.771, abs=1e-3)  # 50 guesses, all right: 0.95 ** (1 / 50) = e^ε / (1 + e^ε)
+    rows = pd.DataFrame({"epsilon_lb": [2.0, top, top], "m": [500] * 3, "r": [50] * 3, "v": [48, 50, 50]})
+    assert default_ceiling_columns(rows, AnalysisSettings(delta=1e-5)) == {"ceiling": top, "at_ceiling": True}
+    lower = rows.assign(epsilon_lb=[2.0, 2.0, top])
+    assert default_ceiling_columns(lower, AnalysisSettings(delta=1e-5)) == {"ceiling": top, "at_ceiling": False}
+    assert default_ceiling_columns(rows.drop(columns="r"), AnalysisSettings()) == {}
+
+
+def test_reanalysing_with_the_stored_settings_reproduces_the_ceilings(write_config, tmp_path):
+    from games.reanalyse import reanalyse
+
+    analysis = {"estimators": ["steinke", "fdp", "order_stats"], "threshold": "bonferroni"}
+    config = load_config(write_config({"analysis": analysis, "experiment": {"repetitions": 2}}, name="re"))
+    source = run_experiment(config, tmp_path / "run", progress=False)
+    again = reanalyse(source.root, tmp_path / "again", {}, progress=False)
+    checksums = ["sha256_raw", "sha256_records"]
+    rows, stored = (s.rows().drop(columns=checksums, errors="ignore") for s in (again, source))
+    assert {"steinke.ceiling", "fdp_pure.ceiling", "order_stats_pure.ceiling"} <= set(stored.columns)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(rows, stored)

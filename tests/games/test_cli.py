@@ -7,6 +7,7 @@ import io
 import pandas as pd
 import pytest
 
+from analysis.ladder import LADDER
 from games.cli import main
 from games.registry import ATTACKS, GAMES, MECHANISMS
 
@@ -31,6 +32,8 @@ REPORT_COLUMNS = [
     "epsilon_analytic",
     "epsilon_lb_mean",
     "epsilon_lb_median",
+    "ceiling",  # of the game's own bound (Steinke's on k_pos + k_neg guesses, every one right), and its marker
+    "at_ceiling",
     "epsilon_lb_min",
     "epsilon_lb_max",
     "tightness",
@@ -96,7 +99,7 @@ def test_ladder_command(tmp_path, capsys):
     figure = tmp_path / "g.png"
     assert main(["ladder", "--mu", "1", "--n", "2000", "--plot", str(figure), "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    assert len(table) == 6 and (table["epsilon"] <= table["epsilon_true"]).all()
+    assert len(table) == len(LADDER) and (table["epsilon"] <= table["epsilon_true"]).all()
     assert figure.exists()
 
 

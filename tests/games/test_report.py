@@ -373,3 +373,102 @@ def test_grid_points_on_different_columns_leave_the_columns_they_lack_empty():
     assert values["sex"].iloc[[0, 2]].tolist() == population["sex"].iloc[[3, 5]].tolist()
     assert pd.isna(values["sex"].iloc[1]) and pd.isna(values["race"].iloc[0]) and pd.isna(values["race"].iloc[2])
     assert values["race"].iloc[1] == population["race"].iloc[4]
+
+
+# -- ceilings in the report, and the ladder's order-statistics audit -------------------------------------------
+def _ceiling_run(write_config, tmp_path, analysis, name="ceil"):
+    """RR at ε = 1 (far below its guesses' ceiling) and ε = 20 (every one of 1000 guesses right: at it)."""
+    overrides = {"mechanism": {"epsilon": [1.0, 20.0]}, "experiment": {"repetitions": 3}}
+    if analysis:
+        overrides["analysis"] = analysis
+    return run_experiment(load_config(write_config(overrides, name=name)), tmp_path / name, progress=False).root
+
+
+def test_report_shows_each_estimators_ceiling_beside_its_median_and_marks_bounds_at_it(write_config, tmp_path):
+    from games.report import CEILING_MARKER, CEILING_NOTE, brief_summary, ceiling_note
+
+    root = _ceiling_run(write_config, tmp_path, {"estimators": ["steinke", "fdp", "order_stats"]})
+    summary, swept = summarise_results(str(root))
+    for label in ("steinke", "fdp_pure", "order_stats_pure"):
+        assert summary[f"{label}.at_ceiling"].tolist() == [False, True]
+        ceiling = summary[f"{label}.ceiling"]
+        assert (ceiling > summary[f"{label}.epsilon_lb_median"] * 1.5).iloc[0]  # ε = 1: far below
+        assert summary[f"{label}.epsilon_lb_median"].iloc[1] == ceiling.iloc[1]  # 1000 of 1000 right
+    table, _ = brief_summary(str(root), summary, swept)
+    columns = list(table.columns)
+    at = columns.index("steinke.epsilon_lb_median")
+    assert columns[at + 1 : at + 3] == ["steinke.ceiling", "steinke.at_ceiling"]
+    assert table["steinke.at_ceiling"].tolist() == ["", CEILING_MARKER]
+    assert ceiling_note(summary) == ceiling_note(table) == CEILING_NOTE
+    assert "docs/estimators.md#ceilings" in CEILING_NOTE and "more canaries or more guesses" in CEILING_NOTE
+    assert main(["report", str(root)]) == 0
+
+
+def test_the_games_own_bound_is_marked_at_its_ceiling_too(write_config, tmp_path, capsys):
+    from analysis.one_run import epsilon_lower_bound
+
+    root = _ceiling_run(write_config, tmp_path, None, name="own")
+    summary, _ = summarise_results(str(root))
+    assert summary["at_ceiling"].tolist() == [False, True]
+    assert summary["ceiling"].tolist() == [epsilon_lower_bound(2000, 1000, 1000, delta=0.0, confidence=0.95)] * 2
+    capsys.readouterr()
+    assert main(["report", str(root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert ">=99% of ceiling" in lines[2] and ">=99% of ceiling" not in lines[1]
+
+
+def test_a_report_of_rows_stored_before_ceilings_has_no_marker(write_config, tmp_path, monkeypatch, capsys):
+    from games.report import brief_summary, ceiling_note
+
+    root = _ceiling_run(write_config, tmp_path, {"estimators": ["steinke", "fdp"]}, name="old")
+    rows = ResultsStore.rows
+
+    def without_ceilings(self):
+        stored = rows(self)
+        return stored.drop(columns=[c for c in stored.columns if c.endswith(".ceiling")])
+
+    monkeypatch.setattr(ResultsStore, "rows", without_ceilings)
+    summary, swept = summarise_results(str(root))
+    assert "steinke.epsilon_lb_median" in summary.columns and not any("ceiling" in c for c in summary.columns)
+    table, _ = brief_summary(str(root), summary, swept)
+    assert not any("ceiling" in c for c in table.columns) and ceiling_note(summary) is None
+    assert main(["report", str(root)]) == 0 and main(["report", str(root), "--format", "csv"]) == 0
+
+
+def test_the_ladder_shows_the_order_statistics_audit_on_independent_canaries(write_config, tmp_path):
+    from analysis.ladder import PRODUCT_MODEL
+    from games.report import ladder_results
+
+    root = _ceiling_run(write_config, tmp_path, None, name="lad")
+    table = ladder_results(str(root))
+    assert "note" not in table.columns  # randomized response: each canary its own coin
+    shown = table[table["estimator"].isin(PRODUCT_MODEL)]
+    assert len(shown) == 2 * len(PRODUCT_MODEL)
+    pure = shown[shown["estimator"] == PRODUCT_MODEL[0]]["epsilon"].to_numpy()
+    assert 0.0 < pure[0] <= 1.0 < pure[1]
+
+
+def test_the_ladder_omits_the_order_statistics_audit_where_canaries_interact(write_config, tmp_path, monkeypatch):
+    from analysis.ladder import PRODUCT_MODEL
+    from games.report import ladder_results
+    from mechanisms.randomized_response import RandomizedResponse
+
+    root = _ceiling_run(write_config, tmp_path, None, name="dep")
+    reason = "its canaries share one coin, which couples their outputs"
+    monkeypatch.setattr(RandomizedResponse, "canary_dependence", reason)
+    table = ladder_results(str(root))
+    hidden = table[table["estimator"].isin(PRODUCT_MODEL)]
+    assert len(hidden) == 2 * len(PRODUCT_MODEL) and hidden["epsilon"].isna().all()
+    assert all(reason in note and "independent channel" in note for note in hidden["note"])
+    others = table[~table["estimator"].isin(PRODUCT_MODEL)]
+    assert (others["note"] == "").all() and others.loc[others["estimator"] == "one-run (Steinke)", "epsilon"].gt(
+        0
+    ).all()
+
+
+def test_a_mechanism_not_registered_here_is_not_taken_to_have_independent_canaries():
+    from games.report import _canary_dependence
+
+    manifest = {"config": {"mechanism": {"name": "test-nowhere"}}}
+    assert "'test-nowhere' is not registered here" in _canary_dependence(manifest, {"params": {}})
+    assert _canary_dependence({"config": {"mechanism": {"name": "randomized-response"}}}, {"params": {}}) is None
