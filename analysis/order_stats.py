@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,7 @@ from analysis._counting import choose_and_count, guess_counts
 from analysis._result import AuditResult, prepare_one_run, result_from_choice
 from analysis.families import CurveFamily, resolve_family
 from analysis.thresholds import ThresholdStrategy
-from analysis.tradeoff import PureDPCurve, TradeOffCurve
+from analysis.tradeoff import GaussianCurve, PureDPCurve, TradeOffCurve
 
 __all__ = ["OrderStatsAudit", "audit_scores", "epsilon_lower_bound", "mean_error", "p_value", "reject"]
 
@@ -79,8 +79,7 @@ _ALPHA_TOL = 1e-12  # α is found to within 1e-12 of the fraction s (from below)
 _ITERATIONS = 60  # regula-falsi steps at most when solving y + f̄⁻¹(y) = s (a smooth curve needs about ten)
 _STRIDE = 16  # the upper sum evaluates every 16th level first, then refines where it matters
 _SLACK = 1e-3  # ... until the stretches left coarse over-state the p-value by at most 0.1 % of itself
-_POOL = 2**20  # the four-atom sum over the revealing atoms' count c stops where P(Bin(m, δ) > c) < 1e-18 ...
-_POOL_TAIL = 1e-18  # ... and adds that tail as if every one were wrong (a p-value of 1 there)
+_POOL = 2**20  # the four-atom sum runs over at most this many counts c of revealing outputs, around mδ
 
 
 def mean_error(curve: TradeOffCurve, s: ArrayLike) -> NDArray[np.float64]:
@@ -115,10 +114,31 @@ def mean_error(curve: TradeOffCurve, s: ArrayLike) -> NDArray[np.float64]:
     if not np.all((target >= 0.0) & (target <= 1.0)):
         bad = target[~((target >= 0.0) & (target <= 1.0))].flat[0]
         raise ValueError(f"s must lie in [0, 1], got {float(bad)!r}.")
-    flat = target.ravel()
-    alpha = _alpha(curve, flat)
-    out = np.divide(alpha, flat, out=np.zeros_like(flat), where=flat > 0.0)
-    return np.clip(out, 0.0, 1.0).reshape(target.shape)
+    return _mean_error(curve, target.ravel()).reshape(target.shape)
+
+
+def _mean_error(curve: TradeOffCurve, s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`mean_error` of a flat array already checked."""
+    alpha = _alpha(curve, s)
+    return np.clip(np.divide(alpha, s, out=np.zeros_like(s), where=s > 0.0), 0.0, 1.0)
+
+
+def _raw_inverse(curve: TradeOffCurve) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
+    """``curve.blowup_inverse`` without its argument checks (the search calls it on values in [0, 1] only): the
+    Gaussian curve's closed form, a piecewise-linear curve's pieces, otherwise the method itself."""
+    if isinstance(curve, GaussianCurve):
+        mu, ndtr, ndtri = curve.mu, special.ndtr, special.ndtri
+        return lambda y: np.asarray(ndtr(ndtri(y) - mu))
+    pieces = curve.linear_pieces()
+    if pieces is None:
+        return curve.blowup_inverse
+    breaks, slopes, pivots, values = (np.asarray(part, dtype=np.float64) for part in pieces)
+
+    def inverse(y: NDArray[np.float64]) -> NDArray[np.float64]:
+        j = np.searchsorted(breaks, y, side="right")
+        return np.maximum(slopes[j] * (y - pivots[j]) + values[j], 0.0)
+
+    return inverse
 
 
 def _alpha(curve: TradeOffCurve, s: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -128,7 +148,7 @@ def _alpha(curve: TradeOffCurve, s: NDArray[np.float64]) -> NDArray[np.float64]:
     every root at once; it is exact in one step on a linear piece of f̄⁻¹ and superlinear on smooth curves.  The
     answer is ``f̄⁻¹(lo)``, the lower end, whatever the bracket's width: at most the true α.
     """
-    inverse = curve.blowup_inverse
+    inverse = _raw_inverse(curve)
     lo = np.zeros_like(s)
     hi = np.array(s, copy=True)  # y + f̄⁻¹(y) >= y, so the root is at most s
     h_lo = -s  # f̄⁻¹(0) = 0; h_lo and h_hi are Illinois's (scaled) values, gap the true −h(lo)
@@ -176,10 +196,40 @@ def _levels(resolution: int) -> tuple[NDArray[np.float64], NDArray[np.float64], 
     return u, rest, mass
 
 
-def _released_fractions(m: int, r: int, rest: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``1 − W`` at the levels whose upper tails are ``rest``: W ~ Beta(m − r, r + 1), so 1 − W ~ Beta(r + 1, m − r)."""
-    # P(W <= w) = u  <=>  P(1 − W >= 1 − w) = u: 1 − w is the (1 − u)-quantile of Beta(r + 1, m − r).
-    return np.asarray(special.betaincinv(r + 1, m - r, rest), dtype=np.float64)
+class _ReleasedFractions:
+    """``1 − W`` at the levels of :func:`_levels`, computed as they are asked: W ~ Beta(m − r, r + 1), so
+    1 − W ~ Beta(r + 1, m − r).  A bound's search asks the same few hundred levels at every parameter it tries."""
+
+    __slots__ = ("m", "r", "rest", "values")
+
+    def __init__(self, m: int, r: int, resolution: int) -> None:
+        self.m, self.r = m, r
+        self.rest = _levels(resolution)[1]
+        self.values = np.full(self.rest.size, np.nan)
+
+    def __getitem__(self, idx: NDArray[np.intp]) -> NDArray[np.float64]:
+        missing = idx[np.isnan(self.values[idx])]
+        if missing.size:
+            # P(W <= w) = u  <=>  P(1 − W >= 1 − w) = u: 1 − w is the (1 − u)-quantile of Beta(r + 1, m − r).
+            self.values[missing] = special.betaincinv(self.r + 1, self.m - self.r, self.rest[missing])
+        return self.values[idx]
+
+
+@functools.lru_cache(maxsize=1024)
+def _released_fractions(m: int, r: int, resolution: int) -> _ReleasedFractions:
+    return _ReleasedFractions(m, r, resolution)
+
+
+@functools.lru_cache(maxsize=8)
+def _stretches(resolution: int) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """The levels the upper sum evaluates first (every _STRIDE-th, and the last) and the mass between them."""
+    _, rest, mass = _levels(resolution)
+    n = rest.size
+    coarse = np.unique(np.concatenate([np.arange(0, n, _STRIDE), [n - 1]]))
+    stretch_mass = np.diff(np.cumsum(mass[:n])[coarse])  # cells coarse[i] + 1 .. coarse[i + 1]
+    for array in (coarse, stretch_mass):
+        array.setflags(write=False)
+    return coarse, stretch_mass
 
 
 def _binom_cdf(k: int, n: ArrayLike, p: ArrayLike) -> NDArray[np.float64]:
@@ -196,19 +246,18 @@ def _binom_cdf(k: int, n: ArrayLike, p: ArrayLike) -> NDArray[np.float64]:
 
 
 @functools.lru_cache(maxsize=64)
-def _revealing_counts(m: int, delta: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """P(c = j) and P(c > j) for j = 0..top, c ~ Bin(m, δ) the revealing outputs, top where P(c > top) < 1e-18."""
+def _revealing_counts(m: int, delta: float) -> tuple[int, NDArray[np.float64], float, float]:
+    """c ~ Bin(m, δ), the revealing outputs, on a window around mδ: ``(first, P(c = first..), P(c < first),
+    P(c > last))``, the window wide enough that both tails outside it hold less than 1e-18 (at most 2²⁰ values)."""
     pool = stats.binom(m, delta)
     mean = m * delta
-    reach = int(min(m, mean + 50.0 * math.sqrt(mean * (1.0 - delta)) + 60.0, _POOL))  # sf < 1e-18 well before
-    sf = np.asarray(pool.sf(np.arange(reach + 1)), dtype=np.float64)
-    below = np.flatnonzero(sf < _POOL_TAIL)
-    top = int(below[0]) if below.size else reach
-    sf = sf[: top + 1]
-    pmf = np.asarray(pool.pmf(np.arange(top + 1)), dtype=np.float64)
-    for array in (pmf, sf):
-        array.setflags(write=False)
-    return pmf, sf
+    spread = 50.0 * math.sqrt(mean * (1.0 - delta)) + 60.0
+    first = max(0, math.floor(mean - spread))
+    last = min(m, math.ceil(mean + spread), first + _POOL - 1)
+    pmf = np.asarray(pool.pmf(np.arange(first, last + 1)), dtype=np.float64)
+    pmf.setflags(write=False)
+    below = float(pool.cdf(first - 1)) if first > 0 else 0.0
+    return first, pmf, below, float(pool.sf(last))
 
 
 def _pure_p_value(m: int, r: int, k: int, epsilon: float, delta: float) -> float:
@@ -216,13 +265,14 @@ def _pure_p_value(m: int, r: int, k: int, epsilon: float, delta: float) -> float
     wrong = float(special.expit(-epsilon))
     if delta == 0.0:
         return float(_binom_cdf(k, r, wrong))
-    # c revealing outputs among the m canaries: the released guesses take min(c, r) of them, all right, so
-    # c >= r passes for certain; so is every c beyond the table (P(c > top) < 1e-18), counted with a p-value of 1.
-    pmf, sf = _revealing_counts(m, delta)
-    top = min(r - 1, pmf.size - 1)
-    c = np.arange(top + 1)
-    passes = _binom_cdf(k, r - c, wrong)
-    return min(1.0, float(np.dot(pmf[: top + 1], passes)) + float(sf[top]))
+    # c revealing outputs among the m canaries: the released guesses take min(c, r) of them, all right, so c >= r
+    # passes for certain; the tails outside the table (each below 1e-18) are counted as passes too.
+    first, pmf, below, above = _revealing_counts(m, delta)
+    c = first + np.arange(pmf.size)
+    inside = c < r
+    passes = _binom_cdf(k, r - c[inside], wrong)
+    beyond = float(pmf[~inside].sum())
+    return min(1.0, float(np.dot(pmf[inside], passes)) + beyond + below + above)
 
 
 def p_value(
@@ -274,10 +324,14 @@ def _p_value(curve: TradeOffCurve, m: int, r: int, k: int, resolution: int, lowe
         return _pure_p_value(m, r, k, curve.epsilon, curve.delta)
     if r == m:  # every guess released: W = 0, ē(0) the channel's error rate
         return float(_binom_cdf(k, r, float(mean_error(curve, 1.0))))
+    if isinstance(curve, GaussianCurve) and curve.mu == 0.0:  # perfect privacy: every guess a fair coin
+        return float(_binom_cdf(k, r, 0.5))
     _, rest, mass = _levels(resolution)
 
+    fractions = _released_fractions(m, r, resolution)
+
     def passes(idx: NDArray[np.intp]) -> NDArray[np.float64]:
-        return _binom_cdf(k, r, mean_error(curve, _released_fractions(m, r, rest[idx])))
+        return _binom_cdf(k, r, _mean_error(curve, fractions[idx]))
 
     n = rest.size
     if lower:  # every cell at its lower end (the one below u_0 at w = 0): the whole grid, for tests
@@ -287,10 +341,8 @@ def _p_value(curve: TradeOffCurve, m: int, r: int, k: int, resolution: int, lowe
     # evaluated every _STRIDE levels; a stretch between two of those is given its upper end's value unless that
     # over-states the sum by a share worth refining — the stretches are refined largest gap first, until what is
     # left unrefined is at most _SLACK of the stretches' lower sum.
-    coarse = np.unique(np.concatenate([np.arange(0, n, _STRIDE), [n - 1]]))
+    coarse, stretch_mass = _stretches(resolution)
     g_coarse = passes(coarse)
-    cells = np.cumsum(mass[:n])
-    stretch_mass = np.diff(cells[coarse])  # cells coarse[i] + 1 .. coarse[i + 1]
     gaps = stretch_mass * (g_coarse[1:] - g_coarse[:-1])
     floor = _SLACK * (float(mass[0] * g_coarse[0]) + float(np.dot(stretch_mass, g_coarse[:-1])))
     order = np.argsort(gaps)  # smallest first: these stay coarse while their total is within the slack

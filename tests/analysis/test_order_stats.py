@@ -226,6 +226,20 @@ def test_revealing_outputs_beyond_the_released_guesses_leave_no_bound():
         assert epsilon_lower_bound(10**12, 10**6, 10**6, family="pure", delta=1e-5).epsilon == 0.0
 
 
+def test_many_revealing_outputs_are_summed_around_their_mean():
+    """m·δ = 2·10⁶ revealing outputs expected, far fewer than the 4·10⁶ released: the evidence is overwhelming
+    (the sum runs over a window around mδ, not from 0; it once returned 1 beyond 2²⁰ expected outputs)."""
+    assert p_value(PureDPCurve(1.0, 0.02), 10**8, 4 * 10**6, 3_900_000) < 1e-12
+    # the same window logic at a small size agrees with a direct sum over every count
+    eps, delta, m, r, v = 1.0, 0.05, 400, 100, 90
+    c = np.arange(m + 1)
+    direct = np.sum(
+        stats.binom.pmf(c, m, delta)
+        * np.where(c >= r, 1.0, stats.binom.cdf(r - v, np.maximum(r - c, 0), 1 / (1 + math.e**eps)))
+    )
+    assert p_value(PureDPCurve(eps, delta), m, r, v) == pytest.approx(direct, rel=1e-9)
+
+
 def test_result_is_a_frozen_picklable_record():
     result = epsilon_lower_bound(1000, 100, 90, family="pure")
     assert isinstance(result, OrderStatsAudit)
