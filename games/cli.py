@@ -159,7 +159,7 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument(
         "--config", metavar="FILE", help="a TOML file with an [analysis] section (or its keys at the top level)"
     )
-    again.add_argument("--estimators", nargs="+", metavar="NAME", help="e.g. steinke fdp fdp_pure (docs/config.md)")
+    again.add_argument("--estimators", nargs="+", metavar="NAME", help="e.g. steinke fdp order_stats (docs/config.md)")
     again.add_argument("--confidence", type=float, nargs="+", metavar="C", help="one level, or several to sweep")
     again.add_argument("--delta", type=float, nargs="+", metavar="D", help="one δ, or several to sweep")
     again.add_argument(
@@ -167,7 +167,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--two-sided", action="store_true", default=None)
     again.add_argument("--allow-unmatched-family", action="store_true", default=None)
-    again.add_argument("--allow-dependent-canaries", action="store_true", default=None)
+    again.add_argument(
+        "--allow-dependent-canaries",
+        action="store_true",
+        default=None,
+        help="run order_stats where the canaries are not independent channels (labelled _dependent; not guaranteed)",
+    )
     again.add_argument(
         "--trust-plugins",
         action="store_true",
@@ -366,7 +371,7 @@ def _report_warnings(root: str) -> None:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from analysis.reporting import estimator_labels_of
-    from games.report import brief_summary, plot_results, summarise_results
+    from games.report import brief_summary, ceiling_note, plot_results, summarise_results
 
     _check_output_file(args.output, "--output")
     _check_output_file(args.plot, "--plot")
@@ -394,6 +399,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(f"privgame: {hidden} more columns (intervals, diagnostics) with --format csv", file=sys.stderr)
     text = format_table(table, args.format)
     _write_text(args.output, text)
+    note = None if args.records else ceiling_note(summary)
+    if note is not None:
+        print(f"privgame: {note}", file=sys.stderr)
     if args.plot:
         path = plot_results(args.results, summary, swept, args.plot)
         print(f"figure written to {path}", file=sys.stderr)
