@@ -94,10 +94,12 @@ def memory_problem(grid: Sequence[Any], n_trials: int, *, available: int | None 
         need = trial_bytes(point)
         if need > limit:
             sizes = _sizes(point)
+            dense = getattr(point.mechanism, "canary_layout", None) == "dense"
+            hint = ', or set [mechanism] canary_layout = "separate" (memory linear in m)' if dense else ""
             return (
                 f"one trial of grid point {point.index} ({point.game.name} with {point.mechanism.name}"
                 f"{', ' + sizes if sizes else ''}) needs about {format_bytes(need)} of memory, more than this "
-                f"machine's {format_bytes(limit)}; lower the sizes"
+                f"machine's {format_bytes(limit)}; lower the sizes{hint}"
             )
     return None
 

@@ -103,8 +103,14 @@ def test_dpsgd_whitebox_with_a_weight_per_canary_is_refused():
         "mechanism": {"name": "dpsgd-whitebox", "noise_multiplier": 1.0, "sampling_rate": 0.1, "steps": 10},
         "attack": {"name": "identity"},
     }
-    with pytest.raises(ConfigError, match=r"dpsgd-whitebox, game\.m = 1,000,000,000.* TiB"):
+    with pytest.raises(ConfigError, match=r"dpsgd-whitebox, game\.m = 1,000,000,000.* TiB.*canary_layout = .separate"):
         parse_config(sections)
+    # the separate layout needs a few hundred bytes per canary: 10⁹ still does not fit (no hint then), 10⁷ does
+    separate = {**sections, "mechanism": {**sections["mechanism"], "canary_layout": "separate"}}
+    with pytest.raises(ConfigError, match=r"GiB of memory, more than this machine's .*; lower the sizes\.$"):
+        parse_config(separate)
+    fits = {**separate, "game": {**sections["game"], "m": 10**7}}
+    assert trial_bytes(parse_config(fits).grid[0]) < 10 * 2**30
 
 
 def test_dpsgd_memory_counts_the_games_rows_and_canaries():
