@@ -321,22 +321,23 @@ def ceiling_columns(median: float, ceilings: np.ndarray, *, prefix: str = "") ->
     return {f"{prefix}ceiling": top, f"{prefix}at_ceiling": at}
 
 
-def default_ceiling_columns(rows: pd.DataFrame, settings: Any) -> dict[str, float]:
+def default_ceiling_columns(rows: pd.DataFrame) -> dict[str, float]:
     """The ceiling of the one-run game's own bound (Steinke's, on its top-k guesses: no ``[analysis] estimators``)
-    over a grid point's stored rows, from their ``m`` and ``r``: ``ceiling`` and ``at_ceiling`` as
-    :func:`ceiling_columns` gives them; empty where the rows lack ``epsilon_lb``, ``m`` or ``r``.
+    over a grid point's stored rows, from their ``ceiling`` column (:func:`top_k_ceiling`, stored when each trial
+    was analysed): ``ceiling`` and ``at_ceiling`` as :func:`ceiling_columns` gives them; empty for rows stored
+    before ceilings existed (a report imports no estimator: reading results stays fast)."""
+    if not {"epsilon_lb", "ceiling"} <= set(rows.columns) or rows.empty:
+        return {}
+    return ceiling_columns(
+        float(np.median(rows["epsilon_lb"].to_numpy(dtype=float))), rows["ceiling"].to_numpy(dtype=float)
+    )
 
-    Computed when the rows are summarised, not stored with them, so results stored before ceilings existed get
-    theirs too (Steinke's bound costs about a millisecond; the stored rows are left as they are).
-    """
+
+def top_k_ceiling(m: int, r: int, *, confidence: float, delta: float) -> float:
+    """The ceiling of the one-run game's own bound: Steinke's with all r of its top-k guesses right."""
     from analysis.estimators import Estimator
 
-    if not {"epsilon_lb", "m", "r"} <= set(rows.columns) or rows.empty:
-        return {}
-    steinke = Estimator("steinke", "steinke")
-    common = {"confidence": settings.confidence, "delta": settings.delta}
-    ceilings = np.array([ceiling(steinke, int(m), int(r), **common) for m, r in zip(rows["m"], rows["r"], strict=True)])
-    return ceiling_columns(float(np.median(rows["epsilon_lb"].to_numpy(dtype=float))), ceilings)
+    return ceiling(Estimator("steinke", "steinke"), m, r, confidence=confidence, delta=delta)
 
 
 def ceiling(estimator: Estimator, m: int, r: int, *, confidence: float, delta: float) -> float:

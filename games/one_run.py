@@ -145,7 +145,10 @@ class OneRunGame(Game):
             delta=settings.delta,
             confidence=settings.confidence,
         )
-        return {"epsilon_lb": result.epsilon, "m": result.m, "r": result.r, "v": result.v}
+        from games.bounds import top_k_ceiling
+
+        ceiling = top_k_ceiling(result.m, result.r, confidence=settings.confidence, delta=settings.delta)
+        return {"epsilon_lb": result.epsilon, "m": result.m, "r": result.r, "v": result.v, "ceiling": ceiling}
 
     def summarise(
         self,

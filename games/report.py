@@ -211,7 +211,7 @@ def _with_own_ceiling(
         return summary
     from games.bounds import default_ceiling_columns
 
-    extra = default_ceiling_columns(rows, settings)
+    extra = default_ceiling_columns(rows)
     out: dict[str, Any] = {}
     for key, value in summary.items():
         out[key] = value

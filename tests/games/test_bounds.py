@@ -372,19 +372,21 @@ def test_multi_run_estimators_get_no_ceiling():
 
 
 def test_the_games_own_bound_gets_its_ceiling_when_summarised():
-    """No [analysis] estimators: Steinke's ceiling at the stored m and r (k_pos + k_neg), computed from the rows."""
+    """No [analysis] estimators: Steinke's ceiling at the trial's m and r (k_pos + k_neg), stored with each row and
+    summarised from them; rows stored before ceilings existed get none."""
     import pandas as pd
 
     from analysis.one_run import epsilon_lower_bound
-    from games.bounds import default_ceiling_columns
+    from games.bounds import default_ceiling_columns, top_k_ceiling
 
     top = epsilon_lower_bound(500, 50, 50, delta=1e-5, confidence=0.95)
     assert top == pytest.approx(2.771, abs=1e-3)  # 50 guesses, all right: 0.95 ** (1 / 50) = e^ε / (1 + e^ε)
-    rows = pd.DataFrame({"epsilon_lb": [2.0, top, top], "m": [500] * 3, "r": [50] * 3, "v": [48, 50, 50]})
-    assert default_ceiling_columns(rows, AnalysisSettings(delta=1e-5)) == {"ceiling": top, "at_ceiling": True}
+    assert top_k_ceiling(500, 50, confidence=0.95, delta=1e-5) == top
+    rows = pd.DataFrame({"epsilon_lb": [2.0, top, top], "m": [500] * 3, "r": [50] * 3, "ceiling": [top] * 3})
+    assert default_ceiling_columns(rows) == {"ceiling": top, "at_ceiling": True}
     lower = rows.assign(epsilon_lb=[2.0, 2.0, top])
-    assert default_ceiling_columns(lower, AnalysisSettings(delta=1e-5)) == {"ceiling": top, "at_ceiling": False}
-    assert default_ceiling_columns(rows.drop(columns="r"), AnalysisSettings()) == {}
+    assert default_ceiling_columns(lower) == {"ceiling": top, "at_ceiling": False}
+    assert default_ceiling_columns(rows.drop(columns="ceiling")) == {}
 
 
 def test_reanalysing_with_the_stored_settings_reproduces_the_ceilings(write_config, tmp_path):
