@@ -5,8 +5,8 @@ Run: ``python benchmarks/bench_estimators.py``.  Scores: half members ~ N(1, 1),
 pure-DP ones, whose δ term would otherwise swamp the per-test significance at m = 10^6).  Prints a readable line
 per estimator and ends with ONE JSON line ``{"<estimator>": {"1e4": seconds, "1e6": seconds}, ...}``.
 Target (issue 3): every estimator ≤ 1 s on 10^6 scores; the order-statistics audit (issue 24, Gaussian family, the
-scores' own): ≤ 0.5 s on 10^4 and ≤ 5 s on 10^6, also given as ``order_stats_seconds_1e4`` / ``_1e6``.  ``--quick``: 10^4 scores only, once each (the smoke test
-``.ci/run`` runs so that a broken benchmark fails CI).
+scores' own): ≤ 0.5 s on 10^4 and ≤ 5 s on 10^6, also given as ``order_stats_seconds_1e4`` / ``_1e6``.
+``--quick``: 10^4 scores only, once each (the smoke test ``.ci/run`` runs so that a broken benchmark fails CI).
 """
 
 from __future__ import annotations
