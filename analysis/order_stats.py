@@ -72,7 +72,7 @@ METHOD = "one-run order-statistics audit (Xiang, Wang, Xiao, Tian, Wang 2025, ar
 #: The resolution of the expectation over W: cells of probability at most min(u, 1 − u) / RESOLUTION in the
 #: confidence quantile u, from u = 1e-15 to 1 − 1e-15 (about 3,450 cells, of which the sum evaluates those where
 #: the integrand rises); the p-value is over-stated by at most about 1 / RESOLUTION of itself plus 1e-15 (measured:
-#: 0.1-0.5 % against the lower sum of a grid eight times finer).
+#: 0.1-0.5 % against the lower sum of a grid eight times finer, at most 0.72 % against Gauss–Legendre integration).
 RESOLUTION = 50
 _TAIL = 1e-15
 _ALPHA_TOL = 1e-12  # α is found to within 1e-12 of the fraction s (from below)
