@@ -92,7 +92,7 @@ class OneRunGame(Game):
         reason = Game.incompatibility(self, mechanism, attack)  # zero-argument super() fails in slotted dataclasses
         if reason is not None:
             return reason
-        return canary_incompatibility(self.name, mechanism, data=self.data, canary=self.canary)
+        return canary_incompatibility(self.name, mechanism, data=self.data, canary=self.canary, m=self.m)
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         """m membership bits, scores, guesses and the sort of the audit (about 64 bytes per canary), plus one

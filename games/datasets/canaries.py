@@ -98,8 +98,11 @@ def check_canary_parameters(
     return data, rows, canary, seed
 
 
-def canary_incompatibility(game: str, mechanism: Mechanism, *, data: str | None, canary: str | None) -> str | None:
-    """Why a canary game with ``data`` and ``canary`` cannot play ``mechanism``, or ``None`` if it can."""
+def canary_incompatibility(
+    game: str, mechanism: Mechanism, *, data: str | None, canary: str | None, m: int = 1
+) -> str | None:
+    """Why a canary game with ``data``, ``canary`` and m canaries cannot play ``mechanism``, or ``None`` if it can
+    (the mechanism's own :meth:`mechanisms.training.canaries.CanaryMechanism.canary_problem` included)."""
     from mechanisms.training.canaries import CanaryMechanism
 
     if mechanism.input_kind == "canary-bits":
@@ -131,7 +134,8 @@ def canary_incompatibility(game: str, mechanism: Mechanism, *, data: str | None,
             f"mechanism '{mechanism.name}' takes no canary examples (its canaries are gradients): game.canary must "
             f"be omitted for it, got {canary!r}"
         )
-    return None
+    _, features, classes = data_shape(data)
+    return mechanism.canary_problem(m, features=features, classes=classes)
 
 
 def canary_trial_bytes(mechanism: Mechanism, m: int, *, data: str | None, train_rows: int) -> int:

@@ -8,7 +8,7 @@ from typing import cast
 from analysis._checks import check_int, check_real
 from analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier, sampled_probability
 from mechanisms._base import Mechanism
-from mechanisms.dpsgd.sgd import DPSGDConfig
+from mechanisms.dpsgd.sgd import NORMALISATIONS, DPSGDConfig, check_normalisation
 
 __all__ = ["DPSGDParameters"]
 
@@ -37,6 +37,10 @@ class DPSGDParameters(Mechanism):
         C.
     learning_rate : float, default=0.5
     momentum : float, default=0.0
+    normalisation : {"expected", "none", "realised"}, default="expected"
+        What the noisy gradient sum is divided by (:class:`mechanisms.dpsgd.sgd.DPSGDConfig`): the expected batch
+        size qN, nothing, or the realised batch size.  The first two claim DP-SGD's PLD under add/remove-one; the
+        realised one claims nothing (:meth:`privacy_claim` is ``None``, :meth:`claim_caveat` says why).
     """
 
     epsilon: float | None = None
@@ -47,6 +51,7 @@ class DPSGDParameters(Mechanism):
     clip_norm: float = 1.0
     learning_rate: float = 0.5
     momentum: float = 0.0
+    normalisation: str = "expected"
     # derived from the parameters (equality and hashing ignore it); set on first use of `sigma`, and pickled
     # with the mechanism, so workers receive the σ the parent calibrated
     _sigma: float | None = field(init=False, default=None, repr=False, compare=False)
@@ -58,6 +63,7 @@ class DPSGDParameters(Mechanism):
         check_real("clip_norm", self.clip_norm, low=0.0, low_open=True)
         check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
         check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
+        check_normalisation(self.normalisation)
         if (self.epsilon is None) == (self.noise_multiplier is None):
             raise ValueError(
                 f"exactly one of epsilon and noise_multiplier must be given, got epsilon={self.epsilon!r}, "
@@ -105,8 +111,16 @@ class DPSGDParameters(Mechanism):
             momentum=self.momentum,
             device="cpu",
             dataset_size=dataset_size,
+            normalisation=self.normalisation,
         )
 
-    def privacy_claim(self) -> PrivacyClaim:
-        """DP-SGD with (q, σ, T) from ``dp_accounting`` (PLD), add/remove-one."""
+    def claim_caveat(self) -> str | None:
+        """Why these parameters claim nothing (the normalisation has no established analysis), or ``None``."""
+        return NORMALISATIONS[self.normalisation]
+
+    def privacy_claim(self) -> PrivacyClaim | None:
+        """DP-SGD with (q, σ, T) from ``dp_accounting`` (PLD), add/remove-one; ``None`` where the normalisation
+        has no established claim (:meth:`claim_caveat`)."""
+        if self.claim_caveat() is not None:
+            return None
         return dpsgd_claim(self.sigma, self.sampling_rate, self.steps)

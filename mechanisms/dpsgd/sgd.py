@@ -46,7 +46,10 @@ from mechanisms.dpsgd.clipping import GhostClipper, LossFn, cross_entropy, train
 from mechanisms.dpsgd.devices import check_generator, make_generator, resolve_device
 
 __all__ = [
+    "NORMALISATIONS",
     "DPSGDConfig",
+    "Injection",
+    "check_normalisation",
     "EnsembleCallback",
     "StepCallback",
     "make_generator",
@@ -88,6 +91,13 @@ class DPSGDConfig:
     dataset_size : int or None, default=None
         The public N of the divisor qN.  ``None`` uses the number of rows trained on; give it when that number
         depends on private data (e.g. canaries included by membership), so that the scaling reveals nothing.
+    normalisation : {"expected", "none", "realised"}, default="expected"
+        What the noisy sum is divided by: the expected batch size qN (the step above), nothing (the sum itself;
+        the learning rate absorbs the constant), or the realised batch size max(|B_t|, 1).  The first two are
+        post-processing by a public constant of the subsampled Gaussian mechanism, so :meth:`privacy_claim`
+        holds for them under add/remove-one; the realised batch size depends on who is in the data set, and no
+        claim is established for it (:data:`NORMALISATIONS`, docs/dpsgd_variants.md): :meth:`privacy_claim`
+        returns ``None`` for it.
 
     Raises
     ------
@@ -111,6 +121,7 @@ class DPSGDConfig:
     weight_decay: float = 0.0
     device: str = "auto"
     dataset_size: int | None = None
+    normalisation: str = "expected"
 
     def __post_init__(self) -> None:
         checked = {
@@ -129,10 +140,12 @@ class DPSGDConfig:
         resolve_device(self.device)  # refuses strings torch cannot parse
         if self.dataset_size is not None:
             check_int("dataset_size", self.dataset_size, low=1)
+        check_normalisation(self.normalisation)
 
     def privacy_claim(self, accountant: Accountant = "pld") -> PrivacyClaim | None:
-        """The analytic guarantee (``dp_accounting``, add/remove-one), or ``None`` when σ = 0 (no privacy)."""
-        if self.noise_multiplier == 0.0:
+        """The analytic guarantee (``dp_accounting``, add/remove-one), or ``None`` when σ = 0 (no privacy) or the
+        normalisation has no established claim (``"realised"``)."""
+        if self.noise_multiplier == 0.0 or NORMALISATIONS[self.normalisation] is not None:
             return None
         return dpsgd_claim(self.noise_multiplier, self.sampling_rate, self.steps, accountant=accountant)
 
@@ -140,6 +153,42 @@ class DPSGDConfig:
         """qN, the divisor of every noisy gradient sum (N = ``dataset_size`` when given, else ``n_examples``)."""
         n = check_int("n_examples", n_examples, low=1) if self.dataset_size is None else self.dataset_size
         return self.sampling_rate * n
+
+
+#: each normalisation of the noisy sum, with None where the subsampled-Gaussian claim holds (add/remove-one), or
+#: the reason it has no established claim
+NORMALISATIONS: dict[str, str | None] = {
+    "expected": None,
+    "none": None,
+    "realised": (
+        "dividing by the realised batch size makes the scale of every step depend on whether the record is in the "
+        "batch; no analysis establishes the subsampled-Gaussian claim for it (Wang et al., arXiv:2605.15648)"
+    ),
+}
+
+
+def check_normalisation(normalisation: Any) -> str:
+    """``normalisation`` if it is one of :data:`NORMALISATIONS`; else one line naming them."""
+    if not isinstance(normalisation, str) or normalisation not in NORMALISATIONS:
+        raise ValueError(f"normalisation must be one of {', '.join(NORMALISATIONS)}, got {normalisation!r}.")
+    return normalisation
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Injection:
+    """What ``inject(step)`` may return: already-clipped gradients and how many examples they are.
+
+    Attributes
+    ----------
+    gradients : sequence of Tensor
+        One tensor per trainable parameter ((K, ...) stacks in :func:`train_ensemble`), added to the clipped sum.
+    examples : Tensor
+        The number of examples behind them (a scalar, or (K,) in :func:`train_ensemble`): counted in the realised
+        batch size of ``normalisation = "realised"`` (a plain sequence of gradients counts as none).
+    """
+
+    gradients: Sequence[Tensor]
+    examples: Tensor
 
 
 def poisson_mask(n_examples: int, sampling_rate: float, generator: torch.Generator) -> Tensor:
@@ -161,8 +210,9 @@ def train(
     generator: torch.Generator,
     loss_fn: LossFn = cross_entropy,
     callback: StepCallback | None = None,
-    inject: Callable[[int], Sequence[Tensor] | None] | None = None,
+    inject: Callable[[int], Sequence[Tensor] | Injection | None] | None = None,
     include: Any = None,
+    reserved: Sequence[Tensor] | None = None,
 ) -> nn.Module:
     """Train ``model`` in place with DP-SGD.
 
@@ -193,6 +243,11 @@ def train(
         the randomness drawn does not depend on who is included: a row left out is simply never sampled.  This
         is how the canary mechanisms train on "the data plus the member canaries" with a stream of random
         numbers that is the same for every membership vector.
+    reserved : sequence of Tensor, optional
+        One boolean mask per trainable parameter: coordinates the data's clipped sum never moves (set to 0 before
+        ``inject`` adds its gradients and the noise).  White-box canary coordinates inside a model
+        (:mod:`mechanisms.dpsgd.user_model`).  The projection keeps every example's contribution within norm C,
+        so the claim is unchanged.
 
     Returns
     -------
@@ -211,9 +266,10 @@ def train(
     xs, ys = _as_tensors(x, y, model, device)
     n = xs.shape[0]
     keep = _include_mask(include, (n,), device)
-    denom = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
+    expected = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
     named = trainable_parameters(model)
     params = [p for _, p in named]
+    frozen = _reserved_masks(reserved, params, lead=())
     buffers: list[Tensor | None] = [None] * len(params)
     with GhostClipper(model) as clipper:
         for step in range(config.steps):
@@ -222,9 +278,9 @@ def train(
                 mask &= keep
             index = mask.nonzero().squeeze(1)
             sums, _ = clipper.clip(xs.index_select(0, index), ys.index_select(0, index), loss_fn, config.clip_norm)
-            extra = inject(step) if inject is not None else None
-            if extra is not None:
-                sums = [s + e for s, e in zip(sums, extra, strict=True)]
+            sums = _apply_reserved(sums, frozen)
+            sums, injected = _add_injection(sums, inject(step) if inject is not None else None)
+            denom = _divisor(config, expected, mask.sum() + injected)
             grads = _noisy_means(sums, config, [generator], denom, stacked=False)
             _sgd_update(params, grads, buffers, config)
             if callback is not None:
@@ -241,8 +297,9 @@ def train_ensemble(
     generators: Sequence[torch.Generator],
     loss_fn: LossFn = cross_entropy,
     callback: EnsembleCallback | None = None,
-    inject: Callable[[int], Sequence[Tensor] | None] | None = None,
+    inject: Callable[[int], Sequence[Tensor] | Injection | None] | None = None,
     include: Any = None,
+    reserved: Sequence[Tensor] | None = None,
 ) -> list[nn.Module]:
     """Train K independent models at once with DP-SGD, one forward and one backward pass per step for all K.
 
@@ -274,6 +331,9 @@ def train_ensemble(
     include : Tensor or array-like of shape (N,) or (K, N), bool, optional
         Which rows of ``x`` are in each model's training set (default: all), as :func:`train`'s ``include``:
         the K models may train on different subsets of one table (with and without a target, for instance).
+    reserved : sequence of Tensor, optional
+        Per trainable parameter, a boolean mask of its shape or (K, ...) of the stacked shape: coordinates the
+        data's clipped sums never move, as :func:`train`'s ``reserved``.
 
     Returns
     -------
@@ -319,12 +379,13 @@ def train_ensemble(
     xs, ys = _as_tensors(x, y, template, device)
     n = xs.shape[0]
     keep = _include_mask(include, (len(gens), n), device)
-    denom = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
+    expected = config.sampling_rate * (n if config.dataset_size is None else config.dataset_size)
     with torch.no_grad():
         stacked = {
             name: torch.stack([dict(m.named_parameters())[name].detach() for m in models]).clone() for name in names
         }
     params = list(stacked.values())
+    frozen = _reserved_masks(reserved, params, lead=(len(gens),))
     buffers: list[Tensor | None] = [None] * len(params)
     with GhostClipper(template) as clipper:
         clipper.discover(xs)
@@ -344,9 +405,9 @@ def train_ensemble(
                 sums = clipper.clip_ensemble(stacked, xs[order], ys[order], loss_fn, config.clip_norm, weights)
             else:
                 sums = [torch.zeros_like(p) for p in params]
-            extra = inject(step) if inject is not None else None
-            if extra is not None:
-                sums = [s + e for s, e in zip(sums, extra, strict=True)]
+            sums = _apply_reserved(sums, frozen)
+            sums, injected = _add_injection(sums, inject(step) if inject is not None else None)
+            denom = _divisor(config, expected, counts + injected)
             grads = _noisy_means(sums, config, gens, denom, stacked=True)
             _sgd_update(params, grads, buffers, config)
             if callback is not None:
@@ -394,8 +455,51 @@ def _include_mask(include: Any, shape: tuple[int, ...], device: torch.device) ->
     return keep
 
 
+def _reserved_masks(reserved: Sequence[Tensor] | None, params: Sequence[Tensor], lead: tuple[int, ...]) -> list[Tensor]:
+    """``reserved`` checked against the parameters (each mask of a parameter's shape, or ``lead`` + it)."""
+    if reserved is None:
+        return []
+    masks = list(reserved)
+    if len(masks) != len(params):
+        raise ValueError(f"reserved must hold one mask per trainable parameter ({len(params)}), got {len(masks)}.")
+    out = []
+    for i, (r, p) in enumerate(zip(masks, params, strict=True)):
+        shape = p.shape[len(lead) :]
+        if not isinstance(r, Tensor) or r.dtype != torch.bool or r.shape not in (shape, torch.Size((*lead, *shape))):
+            raise ValueError(f"reserved[{i}] must be a boolean tensor of shape {tuple(shape)}, got {r!r:.80}.")
+        out.append(r.to(p.device))
+    return out
+
+
+def _apply_reserved(sums: list[Tensor], masks: Sequence[Tensor]) -> list[Tensor]:
+    """The clipped sums with the reserved coordinates set to 0 (a projection: no example's norm grows)."""
+    if not masks:
+        return sums
+    return [s.masked_fill(r, 0.0) for s, r in zip(sums, masks, strict=True)]
+
+
+def _add_injection(sums: list[Tensor], extra: Sequence[Tensor] | Injection | None) -> tuple[list[Tensor], Any]:
+    """The sums plus ``inject``'s gradients, and the number of examples they count as (0 for a bare sequence)."""
+    if extra is None:
+        return sums, 0
+    count: Any = 0
+    if isinstance(extra, Injection):
+        extra, count = extra.gradients, extra.examples
+    return [s + e for s, e in zip(sums, extra, strict=True)], count
+
+
+def _divisor(config: DPSGDConfig, expected: float, realised: Any) -> Any:
+    """The step's divisor: qN, 1, or the realised batch size max(|B_t|, 1) ((K, 1, ...)-broadcastable when K
+    models train at once)."""
+    if config.normalisation == "expected":
+        return expected
+    if config.normalisation == "none":
+        return 1.0
+    return torch.as_tensor(realised).clamp(min=1)
+
+
 def _noisy_means(
-    sums: list[Tensor], config: DPSGDConfig, generators: Sequence[torch.Generator], denom: float, *, stacked: bool
+    sums: list[Tensor], config: DPSGDConfig, generators: Sequence[torch.Generator], denom: Any, *, stacked: bool
 ) -> list[Tensor]:
     """(Σ clipped + N(0, σ²C²)) / qN for every parameter; ``sums`` hold (K, ...) stacks when K generators are given.
 
@@ -404,6 +508,13 @@ def _noisy_means(
     :func:`train_ensemble` draw exactly the same numbers, and K models cost K draws per step, not K × (number of
     parameters) small ones.
     """
+    if isinstance(denom, Tensor):  # realised batch sizes: a scalar, or one per model
+        denom = denom.to(sums[0].dtype)
+        if stacked:
+            return [
+                v / denom.reshape(-1, *([1] * (v.dim() - 1)))
+                for v in _noisy_means(sums, config, generators, 1.0, stacked=True)
+            ]
     if config.noise_multiplier == 0.0:
         return [s / denom for s in sums]
     lead = (len(generators),) if stacked else ()

@@ -34,22 +34,29 @@ from mechanisms.dpsgd.clipping import trainable_parameters
 from mechanisms.dpsgd.devices import make_generator
 from mechanisms.dpsgd.models import logistic_regression, mlp
 from mechanisms.dpsgd.parameters import DPSGDParameters
-from mechanisms.dpsgd.sgd import DPSGDConfig, _sgd_update, poisson_mask, train, train_ensemble
+from mechanisms.dpsgd.sgd import DPSGDConfig, Injection, _sgd_update, poisson_mask, train, train_ensemble
+from mechanisms.dpsgd.user_model import (
+    ModelFactory,
+    check_model,
+    is_import_path,
+    reserved_coordinates,
+    reserved_masks,
+)
 from mechanisms.training.canaries import CanaryMechanism, as_canary_data, stack_canary_runs
 from mechanisms.training.data import TrainingData
 
 __all__ = ["DPSGDWhiteBox"]
 
 _MODELS = ("logistic", "mlp")
-_LAYOUTS = ("dense", "separate")
+_LAYOUTS = ("dense", "separate", "reserved")
 _HIDDEN = 32  # the MLP's hidden width
 
 _Streams = tuple[torch.Generator, torch.Generator, torch.Generator, np.random.Generator]
 
 
 def _generators(rng: np.random.Generator) -> _Streams:
-    """A release's four streams (initialisation, training, canary sampling, the separate layout's canary
-    coordinates), from the release's rng.
+    """A release's four streams (initialisation, training, canary sampling, and the separate layout's canary
+    coordinates or the reserved layout's choice of them), from the release's rng.
 
     The i-th child of ``SeedSequence.spawn`` depends on i alone, so the first three are the streams the dense
     layout drew before the fourth existed: its releases are unchanged, and it never touches the fourth.  The
@@ -59,6 +66,11 @@ def _generators(rng: np.random.Generator) -> _Streams:
     seeds = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(4)
     init_gen, train_gen, canary_gen = (make_generator(s, "cpu") for s in seeds[:3])
     return init_gen, train_gen, canary_gen, np.random.default_rng(seeds[3])
+
+
+def _flat(params: Sequence[Tensor]) -> Tensor:
+    """The trainable parameters as one flattened vector (``trainable_parameters`` order), detached."""
+    return torch.cat([p.detach().reshape(-1) for p in params])
 
 
 def _init_bound(fan_in: int) -> float:
@@ -119,14 +131,26 @@ class _Setup:
     y: Tensor
     fan_in: int
 
-    def canary_gradients(self, values: Tensor, params: Sequence[Tensor], batch: int | None = None) -> list[Tensor]:
-        """``values`` (m,) or (K, m) placed on the canaries' coordinates, split into per-parameter tensors."""
-        sizes = [p.numel() for p in params]
-        lead = () if batch is None else (batch,)
-        vector = torch.zeros((*lead, sum(sizes)), dtype=torch.float64)
-        vector[..., self.coords] = values
-        chunks = vector.split(sizes, dim=-1)
-        return [chunk.reshape(*lead, *p.shape) for chunk, p in zip(chunks, params, strict=True)]
+    def canary_gradients(
+        self, values: Tensor, params: Sequence[Tensor], batch: int | None = None, coords: Tensor | None = None
+    ) -> list[Tensor]:
+        """``values`` (m,) or (K, m) placed on the canaries' coordinates (``coords``, (m,) or one row per model;
+        default the setup's), split into per-parameter tensors."""
+        return _place(self.coords if coords is None else coords, values, params, batch)
+
+
+def _place(coords: Tensor, values: Tensor, params: Sequence[Tensor], batch: int | None = None) -> list[Tensor]:
+    """``values`` (m,) or (K, m) at the flattened coordinates ``coords`` ((m,), or (K, m) one row per model) of a
+    zero vector as long as the parameters, split into per-parameter tensors."""
+    sizes = [p.numel() for p in params]
+    lead = () if batch is None else (batch,)
+    vector = torch.zeros((*lead, sum(sizes)), dtype=torch.float64)
+    if coords.dim() == 1:
+        vector[..., coords] = values
+    else:
+        vector.scatter_(-1, coords, values)
+    chunks = vector.split(sizes, dim=-1)
+    return [chunk.reshape(*lead, *p.shape) for chunk, p in zip(chunks, params, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,14 +166,21 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
     epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum
         As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`; a canary's gradient has norm exactly
         ``clip_norm``.
-    model : {"logistic", "mlp"}, default="logistic"
+    model : {"logistic", "mlp"} or str, default="logistic"
         Logistic regression (inputs → classes) or an MLP (inputs → 32 → classes), float64; the classes are the
-        rows' ``n_classes``.
-    canary_layout : {"dense", "separate"}, default="dense"
+        rows' ``n_classes``.  Or any ``torch.nn.Module``: ``"package.module:factory"``, a function called as
+        ``factory(input_shape, n_classes, *, generator=...)`` (:mod:`mechanisms.dpsgd.user_model`), trained in
+        float64 with the ``"reserved"`` or ``"separate"`` layout.
+    canary_layout : {"dense", "separate", "reserved"}, default="dense"
         Where the canaries' coordinates live: in the model, as first-layer weights of extra zero input features
-        (``"dense"``), or in an m-vector trained beside a model of the real features alone (``"separate"``,
-        memory O(m): a million canaries on two cores).  The releases have the same distribution (Notes); the
-        dense layout's are the stored results'.
+        (``"dense"``, the built-in models only); in an m-vector trained beside a model of the real features
+        alone (``"separate"``, memory O(m): a million canaries on two cores); or on m coordinates of the model's
+        own flattened parameters, drawn at random per release and reserved (the data's clipped sum is 0 there;
+        :func:`mechanisms.dpsgd.user_model.reserved_coordinates`), for any model.  The releases have the same
+        distribution (Notes); the dense layout's are the stored results'.
+    normalisation : {"expected", "none", "realised"}, default="expected"
+        What the noisy sum is divided by (:class:`mechanisms.dpsgd.sgd.DPSGDConfig`); ``"realised"`` has no
+        established claim (the analytic ε is then absent) and the separate layout does not run it.
 
     Notes
     -----
@@ -202,10 +233,35 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)  # zero-argument super() is unavailable in slotted dataclasses
-        if self.model not in _MODELS:
-            raise ValueError(f"model must be one of {', '.join(_MODELS)}, got {self.model!r}.")
+        if is_import_path(self.model):
+            ModelFactory(self.model)  # importable and callable, checked when the config is read
+            if self.canary_layout == "dense":
+                raise ValueError(
+                    f"canary_layout must be 'reserved' or 'separate' for model {self.model!r}: the dense layout pads "
+                    "the built-in models' first layer with canary features, got 'dense'."
+                )
+        elif self.model not in _MODELS:
+            raise ValueError(
+                f"model must be one of {', '.join(_MODELS)} or a factory 'package.module:function', got {self.model!r}."
+            )
         if self.canary_layout not in _LAYOUTS:
             raise ValueError(f"canary_layout must be one of {', '.join(_LAYOUTS)}, got {self.canary_layout!r}.")
+        if self.canary_layout == "separate" and self.normalisation == "realised":
+            raise ValueError(
+                "normalisation = 'realised' needs the real batch beside the canaries: use canary_layout 'dense' or "
+                "'reserved', got 'separate'."
+            )
+
+    def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
+        """A user model's contract (:func:`mechanisms.dpsgd.user_model.check_model`) on the game's rows, with m
+        reserved coordinates in the reserved layout; ``None`` when it holds (or the model is built in)."""
+        if not is_import_path(self.model):
+            return None
+        try:
+            check_model(self.model, (features,), classes, m if self.canary_layout == "reserved" else 0)
+        except ValueError as exc:
+            return str(exc).rstrip(".")
+        return None
 
     def release(self, data: Any, *, rng: np.random.Generator) -> NDArray[np.float64]:
         """Train once with the member canaries; return each canary's summed descent along its coordinate."""
@@ -217,18 +273,22 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             config = self.training_config()
             train(self._build_model(plain, init_gen), plain.x, plain.y, config, generator=train_gen)
             return self._separate_descent(plain, members, canary_gen, coordinate_gen, config)
-        setup = self._setup(data.rows, data.m)
-        init_gen, train_gen, canary_gen, _ = _generators(rng)
+        reserved = self.canary_layout == "reserved"
+        setup = self._plain_setup(data.rows, data.m) if reserved else self._setup(data.rows, data.m)
+        init_gen, train_gen, canary_gen, choice_gen = _generators(rng)
         model = self._build_model(setup, init_gen)
         params = [p for _, p in trainable_parameters(model)]
+        coords = reserved_coordinates(sum(p.numel() for p in params), setup.m, choice_gen) if reserved else setup.coords
 
-        def inject(step: int) -> list[Tensor]:
+        def inject(step: int) -> Injection:
             sampled = poisson_mask(setup.m, self.sampling_rate, canary_gen) & members
-            return setup.canary_gradients(sampled.to(torch.float64) * self.clip_norm, params)
+            values = self._canary_values(sampled)
+            return Injection(setup.canary_gradients(values, params, coords=coords), sampled.sum())
 
-        before = params[0].detach().reshape(-1)[setup.coords].clone()
-        train(model, setup.x, setup.y, self.training_config(), generator=train_gen, inject=inject)
-        return (before - params[0].detach().reshape(-1)[setup.coords]).numpy().copy()
+        frozen = reserved_masks(coords, params) if reserved else None
+        before = _flat(params)[coords]
+        train(model, setup.x, setup.y, self.training_config(), generator=train_gen, inject=inject, reserved=frozen)
+        return self._score(before, _flat(params)[coords])
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[NDArray[np.float64]]:
         """K independent releases trained at once (:func:`train_ensemble`), each equal to ``release(d, rng=r)``."""
@@ -248,23 +308,49 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
                 self._separate_descent(plain, members[k], canary_gen, coordinate_gen, config)
                 for k, (_, _, canary_gen, coordinate_gen) in enumerate(gens)
             ]
-        setup = self._setup(first.rows, first.m)
+        reserved = self.canary_layout == "reserved"
+        setup = self._plain_setup(first.rows, first.m) if reserved else self._setup(first.rows, first.m)
         models = [self._build_model(setup, init) for init, _, _, _ in gens]
         template = [p for _, p in trainable_parameters(models[0])]
         k = len(models)
+        size = sum(p.numel() for p in template)
+        # (K, m): each run's own coordinates (reserved: drawn from its own stream) in the flattened parameters
+        coords = (
+            torch.stack([reserved_coordinates(size, setup.m, choice) for _, _, _, choice in gens])
+            if reserved
+            else setup.coords.expand(k, -1)
+        )
 
-        def inject(step: int) -> list[Tensor]:
+        def inject(step: int) -> Injection:
             sampled = torch.stack([poisson_mask(setup.m, self.sampling_rate, g) for _, _, g, _ in gens]) & members
-            return setup.canary_gradients(sampled.to(torch.float64) * self.clip_norm, template, batch=k)
+            values = self._canary_values(sampled)
+            return Injection(setup.canary_gradients(values, template, batch=k, coords=coords), sampled.sum(1))
 
-        def coordinates() -> Tensor:  # (K, m): each model's canary coordinates of its first-layer weight
-            return torch.stack([trainable_parameters(m)[0][1].detach().reshape(-1)[setup.coords] for m in models])
+        def coordinates() -> Tensor:  # (K, m): each model's canary coordinates
+            rows = [_flat([p for _, p in trainable_parameters(m)]) for m in models]
+            return torch.stack(rows).gather(1, coords)
 
+        frozen = reserved_masks(coords, template, lead=(k,)) if reserved else None
         before = coordinates()
         train_ensemble(
-            models, setup.x, setup.y, self.training_config(), generators=[g for _, g, _, _ in gens], inject=inject
+            models,
+            setup.x,
+            setup.y,
+            self.training_config(),
+            generators=[g for _, g, _, _ in gens],
+            inject=inject,
+            reserved=frozen,
         )
-        return [row.numpy().copy() for row in before - coordinates()]
+        after = coordinates()
+        return [self._score(b, a) for b, a in zip(before, after, strict=True)]
+
+    def _canary_values(self, sampled: Tensor) -> Tensor:
+        """The canary gradients' values on their coordinates: C where a member canary is sampled, else 0."""
+        return sampled.to(torch.float64) * self.clip_norm
+
+    def _score(self, before: Tensor, after: Tensor) -> NDArray[np.float64]:
+        """The release: each canary's summed descent θ_0 − θ_T along its coordinate."""
+        return (before - after).numpy().copy()
 
     def canary_bytes(self, m: int, *, rows: int, features: int, classes: int) -> int:
         """Dense layout: the inputs padded with ⌈m / width⌉ canary features (twice: data and batch) and about six
@@ -272,6 +358,9 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         Separate layout: the unpadded inputs and first layer alike, and about sixteen float64 m-vectors (θ_0, θ,
         momentum, gradient, the step's uniforms, noise and temporaries, the release)."""
         width = self._width(classes)
+        if is_import_path(self.model):  # the model's coordinates, about eight copies (the dense count per weight)
+            size = check_model(self.model, (features,), classes, m if self.canary_layout == "reserved" else 0)
+            return 8 * (2 * rows * features + 8 * size) + 128 * m
         if self.canary_layout == "separate":
             return 8 * (2 * rows * features + 6 * width * features) + 128 * m
         n_inputs = features + max(1, math.ceil(m / width))
@@ -282,7 +371,11 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         return classes if self.model == "logistic" else _HIDDEN
 
     def _build_model(self, setup: _Setup, generator: torch.Generator) -> nn.Module:
-        """The chosen model for the padded inputs, initialised from ``generator`` (float64)."""
+        """The chosen model for the (padded) inputs, initialised from ``generator`` (float64)."""
+        if is_import_path(self.model):
+            return ModelFactory(self.model).build(
+                (setup.n_inputs,), setup.n_classes, generator=generator, dtype=torch.float64
+            )
         if self.model == "logistic":
             return logistic_regression(setup.n_inputs, setup.n_classes, generator=generator, dtype=torch.float64)
         return mlp((setup.n_inputs, _HIDDEN, setup.n_classes), generator=generator, dtype=torch.float64)
@@ -311,7 +404,8 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
                 sampled = poisson_mask(m, config.sampling_rate, canary_gen) & members
                 yield sampled, torch.from_numpy(coordinate_gen.standard_normal(out=noise))
 
-        descent = _canary_descent(start, draws(), config, config.expected_batch_size(plain.x.shape[0]))
+        denom = 1.0 if config.normalisation == "none" else config.expected_batch_size(plain.x.shape[0])
+        descent = _canary_descent(start, draws(), config, denom)
         return descent.numpy().copy()
 
     def _plain_setup(self, rows: TrainingData, m: int) -> _Setup:

@@ -264,6 +264,13 @@ class CanaryMechanism(Mechanism):
     input_kind: ClassVar[str] = "canary-dataset"
     canary_examples: ClassVar[bool]
 
+    def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
+        """Why this mechanism cannot run m canaries over rows of ``features`` features and ``classes`` classes
+        (one line, no final full stop), or ``None``; checked with the config, before any trial (default: None).
+        A DP-SGD mechanism with a user's model checks the model here (:func:`mechanisms.dpsgd.user_model.
+        check_model`)."""
+        return None
+
     def canary_bytes(self, m: int, *, rows: int, features: int, classes: int) -> int:
         """Estimated peak bytes of one release with m canaries over ``rows`` real rows of ``features`` features and
         ``classes`` classes; by default the rows and canaries as float64, four copies, and 64 bytes a canary."""

@@ -22,7 +22,6 @@ Which records each game queries a released model on, and so puts in its input:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mechanisms._base import Mechanism
+from mechanisms._imports import one_line, resolve_import
 from mechanisms.training.data import TrainingData, as_training_data
 from mechanisms.training.models import TrainedModel
 from mechanisms.training.release import LookupRelease, ModelRelease
@@ -44,15 +44,12 @@ NONE = "None"
 _TREE_NODE_BYTES = 80
 
 
-def _line(exc: BaseException) -> str:
-    """An exception as one line: its type and its message with the line breaks folded."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+_line = one_line
 
 
 def resolve_estimator(path: Any) -> Any:
-    """The object an import path names: ``"package.module.Name"`` or ``"package.module:Name"``.
-
-    Importing the module runs its code with the user's rights, as importing a plugin does.
+    """The object an import path names: ``"package.module.Name"`` or ``"package.module:Name"``
+    (:func:`mechanisms._imports.resolve_import`; importing the module runs its code, as a plugin's does).
 
     Raises
     ------
@@ -61,18 +58,9 @@ def resolve_estimator(path: Any) -> Any:
     ValueError
         If it is not a dotted path, or the module cannot be imported, or has no such attribute (one line).
     """
-    if not isinstance(path, str):
-        raise TypeError(f"estimator must be an import path such as {DEFAULT_ESTIMATOR!r}, got {path!r}.")
-    module, sep, attr = path.partition(":") if ":" in path else path.rpartition(".")
-    if not module or not attr or not sep:
-        raise ValueError(f"estimator must be an import path 'package.module.Class', got {path!r}.")
-    try:
-        found: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            found = getattr(found, part)
-    except Exception as exc:  # ImportError, AttributeError, or whatever the module's own code raised
-        raise ValueError(f"estimator must be an importable class, got {path!r}: {_line(exc)}.") from None
-    return found
+    return resolve_import(
+        path, field="estimator", example=DEFAULT_ESTIMATOR, what="class", form="package.module.Class"
+    )
 
 
 def _value(key: str, value: Any) -> Any:

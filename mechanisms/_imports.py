@@ -1,0 +1,58 @@
+"""Objects named by an import path in a config: a plugin's estimator, model factory or data set.
+
+``"package.module:name"`` (or ``"package.module.name"``) is imported when the config is read, so a path that
+cannot be imported is refused in one line before anything runs.  Importing the module runs its code with the
+user's rights, as importing a plugin does (docs/config.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["one_line", "resolve_import"]
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and its message with the line breaks folded."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def resolve_import(
+    path: Any, *, field: str, example: str, what: str = "object", form: str = "package.module:name"
+) -> Any:
+    """The object an import path names: ``"package.module:name"`` or ``"package.module.name"``.
+
+    Parameters
+    ----------
+    path : str
+        The import path; after a colon, dots walk attributes (``"package.module:Class.method"``).
+    field : str
+        The config field, for the messages (``"estimator"``, ``"model"``).
+    example : str
+        A valid path, shown when ``path`` is no string.
+    what : str, default="object"
+        What the path must name, for the message when it cannot be imported (``"class"``, ``"function"``).
+    form : str, default="package.module:name"
+        The path's shape, for the message when ``path`` has no module part.
+
+    Raises
+    ------
+    TypeError
+        If ``path`` is not a string.
+    ValueError
+        If it is not a dotted path, or the module cannot be imported (its own error included), or has no such
+        attribute; one line each.
+    """
+    if not isinstance(path, str):
+        raise TypeError(f"{field} must be an import path such as {example!r}, got {path!r}.")
+    module, sep, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    if not module or not attr or not sep:
+        raise ValueError(f"{field} must be an import path '{form}', got {path!r}.")
+    try:
+        found: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except Exception as exc:  # ImportError, AttributeError, or whatever the module's own code raised
+        raise ValueError(f"{field} must be an importable {what}, got {path!r}: {one_line(exc)}.") from None
+    return found
