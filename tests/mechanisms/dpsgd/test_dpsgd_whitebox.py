@@ -35,7 +35,7 @@ def test_validation_names_the_field():
         DPSGDWhiteBox(noise_multiplier=1.0, sampling_rate=0.0)
     with pytest.raises(ValueError, match="model must be one of logistic, mlp"):
         DPSGDWhiteBox(noise_multiplier=1.0, model="resnet")
-    with pytest.raises(ValueError, match="canary_layout must be one of dense, separate, got 'sparse'"):
+    with pytest.raises(ValueError, match="canary_layout must be one of dense, separate, reserved, got 'sparse'"):
         DPSGDWhiteBox(noise_multiplier=1.0, canary_layout="sparse")
     with pytest.raises(TypeError, match="steps must be an integer"):
         DPSGDWhiteBox(noise_multiplier=1.0, steps=1.5)

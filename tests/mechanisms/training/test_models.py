@@ -363,6 +363,7 @@ PARAMETER_CHANGES: dict[str, list[dict[str, Any]]] = {
         {"clip_norm": 1.1},
         {"learning_rate": 0.11},
         {"momentum": 0.5},
+        {"normalisation": "none"},
         {"hidden": (9,)},
         {"activation": "elu"},
         {"device": "auto"},
