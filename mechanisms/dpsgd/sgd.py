@@ -48,10 +48,10 @@ from mechanisms.dpsgd.devices import check_generator, make_generator, resolve_de
 __all__ = [
     "NORMALISATIONS",
     "DPSGDConfig",
-    "Injection",
-    "check_normalisation",
     "EnsembleCallback",
+    "Injection",
     "StepCallback",
+    "check_normalisation",
     "make_generator",
     "poisson_mask",
     "resolve_device",

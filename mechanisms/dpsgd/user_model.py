@@ -156,7 +156,11 @@ def check_model(path: str, input_shape: tuple[int, ...], n_classes: int, m: int 
         clipper = GhostClipper(model)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"model {path!r} cannot be clipped per example: {' '.join(str(exc).split())}") from None
-    generic = [f"{layer.path or 'model'} ({type(layer.module).__name__})" for layer in clipper.layers if layer.kind == "generic"]
+    generic = [
+        f"{layer.path or 'model'} ({type(layer.module).__name__})"
+        for layer in clipper.layers
+        if layer.kind == "generic"
+    ]
     clipper.close()
     with torch.no_grad():
         try:
@@ -179,7 +183,7 @@ def check_model(path: str, input_shape: tuple[int, ...], n_classes: int, m: int 
     if m > size:
         raise ValueError(
             f"m must be at most the {size:,} trainable coordinates of model {path!r} to reserve one per white-box "
-            f"canary, got {m:,} (use canary_layout = \"separate\", or a larger model)."
+            f'canary, got {m:,} (use canary_layout = "separate", or a larger model).'
         )
     if generic:
         warnings.warn(

@@ -20,7 +20,7 @@ one needs O(m) memory instead of O(rows × m).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -45,7 +45,7 @@ from mechanisms.dpsgd.user_model import (
 from mechanisms.training.canaries import CanaryMechanism, as_canary_data, stack_canary_runs
 from mechanisms.training.data import TrainingData
 
-__all__ = ["DPSGDWhiteBox"]
+__all__ = ["DPSGDWhiteBox", "ReleaseHooks"]
 
 _MODELS = ("logistic", "mlp")
 _LAYOUTS = ("dense", "separate", "reserved")
@@ -151,6 +151,25 @@ def _place(coords: Tensor, values: Tensor, params: Sequence[Tensor], batch: int 
         vector.scatter_(-1, coords, values)
     chunks = vector.split(sizes, dim=-1)
     return [chunk.reshape(*lead, *p.shape) for chunk, p in zip(chunks, params, strict=True)]
+
+
+class ReleaseHooks:
+    """A white-box release's hooks into training: extra gradients per step, a per-step watch, the score.
+
+    The default adds nothing, watches nothing, and releases each canary's summed descent θ_0 − θ_T along its
+    coordinate; :mod:`mechanisms.dpsgd.broken` overrides them to build its flawed steps and scores.
+    """
+
+    single: Callable[[int, nn.Module, Tensor], None] | None = None
+    ensemble: Callable[[int, Mapping[str, Tensor], Tensor], None] | None = None
+
+    def add(self, step: int, grads: list[Tensor]) -> list[Tensor]:
+        """The gradients inserted at ``step`` (the canaries'), with anything a variant adds."""
+        return grads
+
+    def release(self, before: Tensor, after: Tensor) -> list[NDArray[np.float64]]:
+        """Per run (rows of (K, m) coordinates before and after training), the released per-canary values."""
+        return [row.numpy().copy() for row in before - after]
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,15 +299,26 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         params = [p for _, p in trainable_parameters(model)]
         coords = reserved_coordinates(sum(p.numel() for p in params), setup.m, choice_gen) if reserved else setup.coords
 
+        hooks = self._hooks(params, coords, None, choice_gen)
+
         def inject(step: int) -> Injection:
             sampled = poisson_mask(setup.m, self.sampling_rate, canary_gen) & members
-            values = self._canary_values(sampled)
-            return Injection(setup.canary_gradients(values, params, coords=coords), sampled.sum())
+            grads = setup.canary_gradients(self._canary_values(sampled), params, coords=coords)
+            return Injection(hooks.add(step, grads), sampled.sum())
 
         frozen = reserved_masks(coords, params) if reserved else None
         before = _flat(params)[coords]
-        train(model, setup.x, setup.y, self.training_config(), generator=train_gen, inject=inject, reserved=frozen)
-        return self._score(before, _flat(params)[coords])
+        train(
+            model,
+            setup.x,
+            setup.y,
+            self._release_config(),
+            generator=train_gen,
+            inject=inject,
+            reserved=frozen,
+            callback=hooks.single,
+        )
+        return hooks.release(before[None], _flat(params)[coords][None])[0]
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[NDArray[np.float64]]:
         """K independent releases trained at once (:func:`train_ensemble`), each equal to ``release(d, rng=r)``."""
@@ -321,10 +351,12 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             else setup.coords.expand(k, -1)
         )
 
+        hooks = self._hooks(template, coords, k, *(choice for _, _, _, choice in gens))
+
         def inject(step: int) -> Injection:
             sampled = torch.stack([poisson_mask(setup.m, self.sampling_rate, g) for _, _, g, _ in gens]) & members
-            values = self._canary_values(sampled)
-            return Injection(setup.canary_gradients(values, template, batch=k, coords=coords), sampled.sum(1))
+            grads = setup.canary_gradients(self._canary_values(sampled), template, batch=k, coords=coords)
+            return Injection(hooks.add(step, grads), sampled.sum(1))
 
         def coordinates() -> Tensor:  # (K, m): each model's canary coordinates
             rows = [_flat([p for _, p in trainable_parameters(m)]) for m in models]
@@ -336,21 +368,29 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             models,
             setup.x,
             setup.y,
-            self.training_config(),
+            self._release_config(),
             generators=[g for _, g, _, _ in gens],
             inject=inject,
             reserved=frozen,
+            callback=hooks.ensemble,
         )
-        after = coordinates()
-        return [self._score(b, a) for b, a in zip(before, after, strict=True)]
+        return hooks.release(before, coordinates())
+
+    # ------------------------------------------------- what a variant of the step may change (mechanisms.dpsgd.broken)
+    def _release_config(self) -> DPSGDConfig:
+        """The training configuration of a release's dense or reserved layout."""
+        return self.training_config()
 
     def _canary_values(self, sampled: Tensor) -> Tensor:
-        """The canary gradients' values on their coordinates: C where a member canary is sampled, else 0."""
+        """The canary gradients' values on their coordinates: C where a member canary is sampled, else 0 (a
+        canary's gradient has norm C: it is its own clipped gradient)."""
         return sampled.to(torch.float64) * self.clip_norm
 
-    def _score(self, before: Tensor, after: Tensor) -> NDArray[np.float64]:
-        """The release: each canary's summed descent θ_0 − θ_T along its coordinate."""
-        return (before - after).numpy().copy()
+    def _hooks(
+        self, params: Sequence[Tensor], coords: Tensor, batch: int | None, *streams: np.random.Generator
+    ) -> ReleaseHooks:
+        """How a release's steps are watched and scored: each canary's summed descent, nothing added."""
+        return ReleaseHooks()
 
     def canary_bytes(self, m: int, *, rows: int, features: int, classes: int) -> int:
         """Dense layout: the inputs padded with ⌈m / width⌉ canary features (twice: data and batch) and about six

@@ -58,9 +58,7 @@ def resolve_estimator(path: Any) -> Any:
     ValueError
         If it is not a dotted path, or the module cannot be imported, or has no such attribute (one line).
     """
-    return resolve_import(
-        path, field="estimator", example=DEFAULT_ESTIMATOR, what="class", form="package.module.Class"
-    )
+    return resolve_import(path, field="estimator", example=DEFAULT_ESTIMATOR, what="class", form="package.module.Class")
 
 
 def _value(key: str, value: Any) -> Any:
