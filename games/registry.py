@@ -328,6 +328,16 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "DP-SGD on the game's rows with m Dirac gradient canaries; releases each canary's summed descent.",
             requires=("torch",),
         ),
+        "dpsgd-broken": Builtin(
+            "mechanisms.dpsgd.broken:DPSGDBroken",
+            "DP-SGD with white-box Dirac canaries and one deliberate flaw in its step; claims the correct step's ε.",
+            requires=("torch",),
+        ),
+        "opacus-whitebox": Builtin(
+            "mechanisms.dpsgd.opacus_engine:OpacusWhiteBox",
+            "The game's rows trained by Opacus's PrivacyEngine with m Dirac canaries; releases their descents.",
+            requires=("torch", "opacus"),
+        ),
     },
     "attack": {
         "identity": Builtin(

@@ -37,7 +37,7 @@ variance that hides the canary.  Reserved, a coordinate sees exactly its own ins
 the built-in dense layout (whose coordinates are weights of input features that are 0 for every real example).
 Zeroing coordinates of the clipped sum is a projection, which grows no example's contribution beyond norm C, so
 the subsampled-Gaussian claim is unchanged; the price is that the real data never train those m weights (keep m
-well below the model's parameter count: a notice says so past 10 %).
+well below the model's parameter count: a notice says so past 25 %).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ __all__ = [
 
 FACTORY_EXAMPLE = "mypackage.models:make_model"
 #: past this share of the model's coordinates, reserving them for canaries is noticed (the data never train them)
-RESERVED_SHARE_NOTICE = 0.1
+RESERVED_SHARE_NOTICE = 0.25
 
 
 class ModelNotice(UserWarning):
@@ -134,7 +134,7 @@ def check_model(path: str, input_shape: tuple[int, ...], n_classes: int, m: int 
     """Build the model once as a release would and check the contract; return its number of trainable coordinates.
 
     Warns (:class:`ModelNotice`, one line each) when layers take the per-example path, and when ``m`` reserved
-    canary coordinates are more than 10 % of the model's.  Cached per (path, shape, classes, m): the notice is
+    canary coordinates are more than 25 % of the model's.  Cached per (path, shape, classes, m): the notice is
     given once per process.
 
     Raises

@@ -312,7 +312,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             model,
             setup.x,
             setup.y,
-            self._release_config(),
+            self._release_config(setup.x.shape[0]),
             generator=train_gen,
             inject=inject,
             reserved=frozen,
@@ -368,7 +368,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             models,
             setup.x,
             setup.y,
-            self._release_config(),
+            self._release_config(setup.x.shape[0]),
             generators=[g for _, g, _, _ in gens],
             inject=inject,
             reserved=frozen,
@@ -377,8 +377,8 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         return hooks.release(before, coordinates())
 
     # ------------------------------------------------- what a variant of the step may change (mechanisms.dpsgd.broken)
-    def _release_config(self) -> DPSGDConfig:
-        """The training configuration of a release's dense or reserved layout."""
+    def _release_config(self, n_rows: int) -> DPSGDConfig:
+        """The training configuration of a release's dense or reserved layout (``n_rows`` real rows)."""
         return self.training_config()
 
     def _canary_values(self, sampled: Tensor) -> Tensor:
