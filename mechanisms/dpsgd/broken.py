@@ -104,10 +104,10 @@ class DPSGDBroken(DPSGDWhiteBox):
 
     def __post_init__(self) -> None:
         DPSGDWhiteBox.__post_init__(self)
-        if self.flaw not in FLAWS:
+        if not isinstance(self.flaw, str) or self.flaw not in FLAWS:
             raise ValueError(f"flaw must be one of {', '.join(FLAWS)}, got {self.flaw!r}.")
         check_real("canary_scale", self.canary_scale, low=1.0)
-        if self.score not in SCORES:
+        if not isinstance(self.score, str) or self.score not in SCORES:
             raise ValueError(f"score must be one of {', '.join(SCORES)}, got {self.score!r}.")
         if self.canary_layout == "separate":
             raise ValueError(

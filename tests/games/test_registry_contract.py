@@ -17,7 +17,9 @@ from games.registry import ATTACKS, GAMES, MECHANISMS
 from games.testing import checks_for, parametrize_with_checks
 from mechanisms import GaussianMechanism, RandomizedResponse
 from mechanisms.dpsgd.blackbox import DPSGDBlackBox
+from mechanisms.dpsgd.broken import DPSGDBroken
 from mechanisms.dpsgd.classifier import DPSGDClassifier
+from mechanisms.dpsgd.opacus_engine import OpacusWhiteBox
 from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 from mechanisms.synth import BayNet, GaussianMixtureGenerator, PrivBayes, Synthpop
 from mechanisms.training import (
@@ -49,6 +51,8 @@ EXAMPLES = {
     ("mechanism", "gaussian"): GaussianMechanism(sigma=1.0),
     # σ = 3 keeps the PLD accountant's ε fast (0.4 s a δ against 2.5 s at σ = 1)
     ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=3.0, steps=5),
+    ("mechanism", "dpsgd-broken"): DPSGDBroken(flaw="noise_for_mean", noise_multiplier=3.0, steps=5),
+    ("mechanism", "opacus-whitebox"): OpacusWhiteBox(noise_multiplier=3.0, sampling_rate=0.5, steps=5, model="mlp"),
     ("mechanism", "dpsgd-blackbox"): DPSGDBlackBox(noise_multiplier=3.0, steps=5, hidden=(8,)),
     ("mechanism", "logistic-regression"): LogisticRegressionClassifier(epochs=2),
     ("mechanism", "mlp"): MLPClassifier(hidden=(8,), epochs=2),

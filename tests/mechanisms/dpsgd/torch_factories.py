@@ -14,6 +14,12 @@ def two_layer_mlp(input_shape: tuple[int, ...], n_classes: int, *, generator: to
     return init_parameters(model, generator=generator)
 
 
+def wide_mlp(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """A 2-layer MLP (input → 64 → classes), initialised from the generator."""
+    model = nn.Sequential(nn.Linear(input_shape[0], 64), nn.ReLU(), nn.Linear(64, n_classes))
+    return init_parameters(model, generator=generator)
+
+
 class _Gated(nn.Module):
     """A layer the ghost-clipping engine has no closed form for (its own parameters in an elementwise gate)."""
 
