@@ -159,7 +159,7 @@ class OneRunGame(Game):
         lb = rows["epsilon_lb"].to_numpy(dtype=float)
         analytic = float(rows["epsilon_analytic"].iloc[0])
         median = float(np.median(lb))
-        from games.bounds import summary_columns, tightness
+        from games.bounds import refuted, summary_columns, tightness
 
         return {
             "epsilon_analytic": analytic,
@@ -168,6 +168,7 @@ class OneRunGame(Game):
             "epsilon_lb_min": float(np.min(lb)),
             "epsilon_lb_max": float(np.max(lb)),
             "tightness": tightness(median, analytic),
+            "refuted": refuted(lb, analytic),
             "n_trials": len(lb),
             **summary_columns(rows, analytic),
         }

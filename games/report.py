@@ -501,7 +501,11 @@ def brief_summary(root: str, summary: pd.DataFrame, swept: Sequence[str]) -> tup
     labels = estimator_labels_of(summary)
     if brief is None and labels:  # [analysis] estimators: each estimator's columns, not the first one's twice
         ends = ("epsilon_lb", "epsilon_lb_median", "ceiling", "at_ceiling", "epsilon_lb_min", "epsilon_lb_max")
-        brief = (*(f"{label}.{end}" for label in labels for end in (*ends, "tightness")), "n_runs", "n_trials")
+        brief = (
+            *(f"{label}.{end}" for label in labels for end in (*ends, "tightness", "refuted")),
+            "n_runs",
+            "n_trials",
+        )
     if brief is None:
         return _ceiling_markers(summary), 0
     keep = [c for c in summary.columns if c in swept or c.startswith("mechanism.") or c == "epsilon_analytic"]

@@ -25,6 +25,7 @@ torch generators of their own from the release's training stream, so the same se
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -168,7 +169,9 @@ class OpacusWhiteBox(DPSGDParameters, CanaryMechanism):
             torch.utils.data.TensorDataset(x, y), batch_size=batch, generator=loader_gen
         )
         optimizer = torch.optim.SGD(model.parameters(), lr=self.learning_rate, momentum=self.momentum)
-        engine = opacus.PrivacyEngine(accountant="rdp", secure_mode=False)
+        with warnings.catch_warnings():  # secure_mode off is the point here: seeded, reproducible releases
+            warnings.filterwarnings("ignore", message="Secure RNG turned off")
+            engine = opacus.PrivacyEngine(accountant="rdp", secure_mode=False)
         private, dp_optimizer, dp_loader = engine.make_private(
             module=model,
             optimizer=optimizer,

@@ -37,6 +37,7 @@ REPORT_COLUMNS = [
     "epsilon_lb_min",
     "epsilon_lb_max",
     "tightness",
+    "refuted",  # trials whose bound exceeds the claim (none here: randomized response is correct)
     "n_trials",
 ]
 
@@ -48,6 +49,7 @@ def test_report_csv(results, capsys):
     assert list(table.columns) == REPORT_COLUMNS
     assert list(table["mechanism.epsilon"]) == [1.0, 2.0]
     assert list(table["n_trials"]) == [3, 3]
+    assert list(table["refuted"]) == [0, 0]
     assert (table["epsilon_lb_max"] <= table["epsilon_analytic"] + 1).all()
     assert table["tightness"].tolist() == pytest.approx(
         (table["epsilon_lb_median"] / table["epsilon_analytic"]).tolist()

@@ -104,10 +104,16 @@ def test_summarise_columns():
         "epsilon_lb_min": 1.0,
         "epsilon_lb_max": 4.0,
         "tightness": 0.5,
+        "refuted": 0.0,  # a bound equal to the claim does not refute it
         "n_trials": 3,
     }
+    rows["epsilon_analytic"] = 1.5
+    assert game.summarise(rows, AnalysisSettings(), lambda i: None)["refuted"] == 2  # type: ignore[arg-type,return-value]
     rows["epsilon_analytic"] = np.inf
     assert np.isnan(game.summarise(rows, AnalysisSettings(), lambda i: None)["tightness"])  # type: ignore[arg-type,return-value]
+    assert game.summarise(rows, AnalysisSettings(), lambda i: None)["refuted"] == 0  # type: ignore[arg-type,return-value]
+    rows["epsilon_analytic"] = np.nan  # no established claim: nothing to refute
+    assert np.isnan(game.summarise(rows, AnalysisSettings(), lambda i: None)["refuted"])  # type: ignore[arg-type,return-value]
 
 
 def test_trial_outcome_validation():

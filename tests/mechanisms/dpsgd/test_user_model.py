@@ -151,6 +151,7 @@ def test_the_per_example_path_of_a_user_layer_equals_a_naive_loop():
     model = ModelFactory(GATED).build((6,), 3, generator=make_generator(3, "cpu"), dtype=torch.float64)
     x = torch.randn(9, 6, dtype=torch.float64, generator=make_generator(4, "cpu"))
     y = torch.arange(9) % 3
+
     def loss(logits, labels):
         return torch.nn.functional.cross_entropy(logits, labels, reduction="none")
 
