@@ -20,9 +20,9 @@ The flaws (``flaw``; docs/dpsgd_variants.md has the catalogue, its sources and t
 ``"reused_noise"``
     One noise vector is drawn once and added at every step (a generator re-seeded each step, or a noise buffer
     cached across steps).  Every iterate is released in the white-box threat model that DP-SGD's analysis
-    covers, and the difference of two steps' updates cancels the noise: the score ``"step_changes"``
-    (Σ_t |u_t − u_{t−1}|, u_t the step-t descent along the canary's coordinate) reads the canary's insertions
-    exactly.
+    covers, and the difference of two steps' gradients cancels the noise: the score ``"step_changes"``
+    (Σ_t |g_t − g_{t−1}|, g_t = (u_t − μ·u_{t−1}) / lr the step-t noisy gradient along the canary's coordinate,
+    recovered from the descents u_t and the public momentum μ) reads the canary's insertions exactly.
 ``"realised_batch"``
     The noisy sum is divided by the realised batch size |B_t| and the run is accounted as the subsampled
     Gaussian mechanism (normalisation "realised" of :class:`mechanisms.dpsgd.sgd.DPSGDConfig`).  Whether this
@@ -157,16 +157,26 @@ class DPSGDBroken(DPSGDWhiteBox):
             gens = [make_generator(int(s.integers(2**63)), "cpu") for s in streams]
             scale = self.sigma * self.clip_norm
             noise = torch.stack([torch.randn(size, generator=g, dtype=torch.float64) for g in gens]) * scale
-        return _BrokenHooks(params, coords, batch, noise, watch=self.statistic == "step_changes")
+        return _BrokenHooks(
+            params, coords, batch, noise, watch=self.statistic == "step_changes", momentum=self.momentum
+        )
 
 
 class _BrokenHooks(ReleaseHooks):
     """The reused noise vector added at every step, and the per-step watch of the step-changes score."""
 
     def __init__(
-        self, params: Sequence[Tensor], coords: Tensor, batch: int | None, noise: Tensor | None, *, watch: bool
+        self,
+        params: Sequence[Tensor],
+        coords: Tensor,
+        batch: int | None,
+        noise: Tensor | None,
+        *,
+        watch: bool,
+        momentum: float = 0.0,
     ) -> None:
         self._params = list(params)
+        self._momentum = momentum
         self._coords = coords
         self._batch = batch
         self._noise = noise
@@ -196,6 +206,8 @@ class _BrokenHooks(ReleaseHooks):
         if not self._seen:
             return ReleaseHooks.release(self, before, after)
         path = torch.stack([before, *self._seen])  # (T + 1, K, m): θ_0, θ_1, …, θ_T on the canaries' coordinates
-        steps = path[:-1] - path[1:]  # u_t, each step's descent
-        changes = (steps[1:] - steps[:-1]).abs().sum(0)  # Σ_t |u_t − u_{t−1}|
+        steps = path[:-1] - path[1:]  # u_t = lr·d_t, each step's descent (d_t the momentum buffer)
+        # the public momentum μ undone: d_t = μ·d_{t−1} + g_t, so lr·g_t = u_t − μ·u_{t−1} (d_0 = 0)
+        grads = torch.cat([steps[:1], steps[1:] - self._momentum * steps[:-1]])
+        changes = (grads[1:] - grads[:-1]).abs().sum(0)  # Σ_t |g_t − g_{t−1}|, up to the factor lr
         return [row.numpy().copy() for row in changes]

@@ -117,6 +117,12 @@ class OpacusWhiteBox(DPSGDParameters, CanaryMechanism):
             raise ValueError(
                 f"model must be one of {', '.join(_MODELS)} or a factory 'package.module:function', got {self.model!r}."
             )
+        steps = round(1.0 / self.sampling_rate)
+        if not math.isclose(1.0 / steps, self.sampling_rate, rel_tol=1e-12):
+            raise ValueError(
+                f"sampling_rate must be 1/k for an integer k (Opacus samples at 1/len(loader)), got "
+                f"{self.sampling_rate}."
+            )
         if self.normalisation != "expected":
             raise ValueError(
                 f"normalisation must be 'expected' for opacus-whitebox (Opacus's loss_reduction 'mean'), got "
@@ -193,6 +199,13 @@ class OpacusWhiteBox(DPSGDParameters, CanaryMechanism):
         dp_optimizer.add_noise = add_noise
         loss_fn = nn.CrossEntropyLoss()
         private.train()
+        with warnings.catch_warnings():  # Opacus's hooks on a first layer whose inputs need no gradient: expected
+            warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            self._train(private, dp_optimizer, dp_loader, loss_fn)
+        return (before - _flat(params)[coords]).numpy().copy()
+
+    def _train(self, private: nn.Module, dp_optimizer: Any, dp_loader: Any, loss_fn: nn.Module) -> None:
+        """T of Opacus's steps, across as many passes over its Poisson loader as they take."""
         step = 0
         while step < self.steps:
             for xb, yb in dp_loader:
@@ -205,7 +218,6 @@ class OpacusWhiteBox(DPSGDParameters, CanaryMechanism):
                     _empty_grad_samples(dp_optimizer)
                 dp_optimizer.step()
                 step += 1
-        return (before - _flat(params)[coords]).numpy().copy()
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[NDArray[np.float64]]:
         """K releases one after the other (Opacus trains one model at a time)."""
