@@ -26,12 +26,21 @@ runs, on the MLP above (compute-bound on a CPU: ``ensemble_speedup_large``) and 
 64 → 32 → 10 on sklearn's digits (N = 1,797, batch 64, 28 steps: per-step overhead dominates:
 ``ensemble_speedup``).
 
+White-box audits of a user's model (the issue "Audit your own PyTorch training"): one release of
+``dpsgd-whitebox`` with the factory of ``experiments/own_models.py`` (d → 512 → 2, tanh, float64) and m = 1,000
+Dirac canaries on reserved coordinates (``engine``), against plain SGD on the same model, rows, dtype, Poisson
+batches and steps (``plain_user``: ``torch.optim.SGD``, no clipping, no noise, no canaries), and against the same
+release trained by Opacus's ``PrivacyEngine`` (``opacus_whitebox``, when Opacus is installed): N = 1,000 rows of
+d = 30 synthetic features, q = 0.1, T = 100 (the quick own-model config's settings; ``--quick``: T = 10).
+``user_model_over_plain`` (target ≤ 1.6) and ``opacus_whitebox_over_engine`` are ratios of medians.
+
 Timing: every method is warmed up once, then the methods of a group run in turn, ``--repeats`` rounds; the
 figure of a method is its median seconds per epoch, the ratios are ratios of medians.  torch's thread count is
 left at its default.  Prints readable lines and ends with ONE JSON line with ``dp_over_plain``, ``opacus_over_dp``,
-``opacus_ghost_over_dp``, ``vmap_over_dp``, ``ensemble_speedup``, ``ensemble_speedup_large``, ``device`` and the
-seconds behind them.  Targets on a 2-core CPU: ``dp_over_plain`` ≤ 2.5, ``opacus_over_dp`` ≥ 10,
-``opacus_ghost_over_dp`` ≥ 1.5, ``ensemble_speedup`` ≥ 5.  ``benchmarks/gpu_check.sh`` runs it on a CUDA GPU.
+``opacus_ghost_over_dp``, ``vmap_over_dp``, ``ensemble_speedup``, ``ensemble_speedup_large``,
+``user_model_over_plain``, ``opacus_whitebox_over_engine``, ``device`` and the seconds behind them.  Targets on a
+2-core CPU: ``dp_over_plain`` ≤ 2.5, ``opacus_over_dp`` ≥ 10, ``opacus_ghost_over_dp`` ≥ 1.5,
+``ensemble_speedup`` ≥ 5, ``user_model_over_plain`` ≤ 1.6.  ``benchmarks/gpu_check.sh`` runs it on a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -76,7 +85,10 @@ TARGETS = {
     "opacus_over_dp": (">=", 10.0),
     "opacus_ghost_over_dp": (">=", 1.5),
     "ensemble_speedup": (">=", 5.0),
+    "user_model_over_plain": ("<=", 1.6),
 }
+USER_MODEL = "own_models:two_layer_mlp"  # experiments/own_models.py, the quick own-model config's factory
+USER_N, USER_D, USER_M, USER_Q, USER_T = 1_000, 30, 1_000, 0.1, 100
 
 Run = Callable[[int], object]
 
@@ -252,6 +264,56 @@ class Task:
 # ---------------------------------------------------------------------------------------------- timing
 
 
+class WhiteBoxTask:
+    """One white-box audit release on a user's model (engine, Opacus) and plain SGD on the same model and rows."""
+
+    def __init__(self, steps: int) -> None:
+        import numpy as np
+
+        from mechanisms.training.canaries import CanaryData
+        from mechanisms.training.data import TrainingData
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((USER_N, USER_D))
+        y = (x[:, 0] + 0.5 * rng.standard_normal(USER_N) > 0).astype(np.int64)
+        rows = TrainingData(x, y, np.ones(USER_N, dtype=bool), n_classes=2)
+        self.data = CanaryData(rng.random(USER_M) < 0.5, rows)
+        self.steps = steps
+        self.x, self.y = torch.from_numpy(x), torch.from_numpy(y)
+        self.kw: dict[str, Any] = dict(
+            noise_multiplier=1.0, sampling_rate=USER_Q, steps=steps, clip_norm=1.0, learning_rate=0.5, model=USER_MODEL
+        )
+
+    def engine(self, seed: int) -> None:
+        import numpy as np
+
+        from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
+
+        DPSGDWhiteBox(**self.kw, canary_layout="reserved").release(self.data, rng=np.random.default_rng(seed))
+
+    def opacus_whitebox(self, seed: int) -> None:
+        import numpy as np
+
+        from mechanisms.dpsgd.opacus_engine import OpacusWhiteBox
+
+        OpacusWhiteBox(**self.kw).release(self.data, rng=np.random.default_rng(seed))
+
+    def plain(self, seed: int) -> None:
+        from mechanisms.dpsgd.sgd import poisson_mask
+        from mechanisms.dpsgd.user_model import ModelFactory
+
+        gen = make_generator(seed, "cpu")
+        model = ModelFactory(USER_MODEL).build((USER_D,), 2, generator=gen, dtype=torch.float64)
+        opt = torch.optim.SGD(model.parameters(), lr=self.kw["learning_rate"])
+        expected = USER_Q * USER_N
+        for _ in range(self.steps):
+            batch = poisson_mask(USER_N, USER_Q, gen)
+            opt.zero_grad()
+            (F.cross_entropy(model(self.x[batch]), self.y[batch], reduction="sum") / expected).backward()
+            opt.step()
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -402,6 +464,23 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"speed-up {e['sequential'] / e['ensemble']:.2f}x"
         )
 
+    user = WhiteBoxTask(10 if args.quick else USER_T)
+    print(
+        f"white-box audit of a user model ({USER_MODEL}, d = {USER_D} → 512 → 2, float64): N = {USER_N}, "
+        f"m = {USER_M} reserved canaries, q = {USER_Q}, T = {user.steps}, CPU; median of {repeats}"
+    )
+    user_runs: dict[str, Run] = {"plain_user": user.plain, "engine": user.engine}
+    if opacus_version is not None:
+        user_runs["opacus_whitebox"] = user.opacus_whitebox
+    w = time_side_by_side(user_runs, repeats, torch.device("cpu"), {})
+    for name, label in (
+        ("plain_user", "plain SGD, same model"),
+        ("engine", "privgame white-box release"),
+        ("opacus_whitebox", "Opacus white-box release"),
+    ):
+        if name in w:
+            print(f"  {label:<28} {w[name]:8.3f} s  ({w[name] / w['plain_user']:6.2f}x plain)")
+
     result: dict[str, Any] = {
         "dp_over_plain": _ratio(dp, t["plain"]),
         "opacus_over_dp": _ratio(t.get("opacus"), dp),
@@ -409,6 +488,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "vmap_over_dp": _ratio(t["vmap"], dp),
         "ensemble_speedup": _ratio(ens["small"]["sequential"], ens["small"]["ensemble"]),
         "ensemble_speedup_large": _ratio(ens["large"]["sequential"], ens["large"]["ensemble"]),
+        "user_model_over_plain": _ratio(w["engine"], w["plain_user"]),
+        "opacus_whitebox_over_engine": _ratio(w.get("opacus_whitebox"), w["engine"]),
         "device": _device_label(device),
         "torch": torch.__version__,
         "opacus": opacus_version,
@@ -416,7 +497,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "repeats": repeats,
         "ensemble_repeats": ens_repeats,
         "seconds": {name: round(v, 4) for name, v in t.items()}
-        | {f"{kind}_{key}": round(v, 4) for key, e in ens.items() for kind, v in e.items()},
+        | {f"{kind}_{key}": round(v, 4) for key, e in ens.items() for kind, v in e.items()}
+        | {name: round(v, 4) for name, v in w.items()},
     }
     others = monitor.others_share()
     result["cpu_used_by_others"] = None if others is None else round(others, 3)

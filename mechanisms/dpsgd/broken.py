@@ -17,6 +17,13 @@ The flaws (``flaw``; docs/dpsgd_variants.md has the catalogue, its sources and t
     correct step clips it to C).  As a code path that clips only some parameters, or an example that bypasses
     the per-sample hooks (a layer the per-sample engine does not see), the added example moves the model by
     more than C.
+``"clip_mismatch"``
+    Every example (data and canaries) is clipped at ``canary_scale`` · C while the noise keeps the standard
+    deviation σC the claim is computed for: the clipping bound and the noise's sensitivity come from two
+    different settings.  Opacus's pull request #664 (2024) fixed this kind of slip: with fast gradient
+    clipping its privacy engine did not pass ``max_grad_norm`` to the clipping, which used another bound than
+    the one the noise was scaled to.  Its effect on a canary is that of ``unclipped_canary`` (a contribution of
+    norm ``canary_scale`` · C against noise σC); the data train with the larger bound too.
 ``"reused_noise"``
     One noise vector is drawn once and added at every step (a generator re-seeded each step, or a noise buffer
     cached across steps).  Every iterate is released in the white-box threat model that DP-SGD's analysis
@@ -61,6 +68,7 @@ FLAWS: dict[str, str] = {
     "none": "the correct step (control)",
     "noise_for_mean": "noise of std σC/(qN), calibrated to the mean, added to the sum",
     "unclipped_canary": "the canaries' gradients (norm canary_scale · C) are not clipped",
+    "clip_mismatch": "every example clipped at canary_scale · C while the noise is scaled to C",
     "reused_noise": "one noise vector drawn once and added at every step",
     "realised_batch": "the noisy sum divided by the realised batch size, accounted as subsampled Gaussian",
 }
@@ -80,7 +88,7 @@ class DPSGDBroken(DPSGDWhiteBox):
         One of :data:`FLAWS` (module docstring).
     canary_scale : float, default=4.0
         The canaries' raw gradient norm in units of C (``>= 1``); the correct step clips it to C, the
-        ``unclipped_canary`` flaw does not.
+        ``unclipped_canary`` flaw does not; ``clip_mismatch`` clips every example at this multiple of C.
     score : {"auto", "descent", "step_changes"}, default="auto"
         The per-canary statistic of the released iterates (module docstring).
 
@@ -135,6 +143,9 @@ class DPSGDBroken(DPSGDWhiteBox):
         config = self.training_config()
         if self.flaw == "noise_for_mean":
             return dataclasses.replace(config, noise_multiplier=self.sigma / config.expected_batch_size(n_rows))
+        if self.flaw == "clip_mismatch":  # clipped at sC, noise std (σ/s)·sC = σC: scaled to C
+            scale = self.canary_scale
+            return dataclasses.replace(config, clip_norm=scale * self.clip_norm, noise_multiplier=self.sigma / scale)
         if self.flaw == "reused_noise":  # the engine adds none: the hooks add the one vector at every step
             return dataclasses.replace(config, noise_multiplier=0.0)
         if self.flaw == "realised_batch":
@@ -143,7 +154,8 @@ class DPSGDBroken(DPSGDWhiteBox):
 
     def _canary_values(self, sampled: Tensor) -> Tensor:
         raw = self.canary_scale * self.clip_norm
-        norm = raw if self.flaw == "unclipped_canary" else min(raw, self.clip_norm)  # clipping, or its absence
+        bound = raw if self.flaw in ("unclipped_canary", "clip_mismatch") else self.clip_norm  # the clipping bound
+        norm = min(raw, bound)
         return sampled.to(torch.float64) * norm
 
     def _hooks(
