@@ -53,6 +53,14 @@ def test_the_doc_shows_every_example_file_as_it_is():
         assert f"privgame run {config} --out " in (ROOT / config).read_text(encoding="utf-8")
 
 
+def test_the_doc_shows_the_pytorch_model_factory_as_it_is():
+    """Section 5 shows experiments/own_models.py, the factory of the own-model and Opacus configs, literally."""
+    text = DOC.read_text(encoding="utf-8")
+    shown = re.search(r"<!-- experiments/own_models.py -->\n```python\n(.*?)```\n", text, re.DOTALL)
+    assert shown is not None
+    assert shown.group(1) == (ROOT / "experiments" / "own_models.py").read_text(encoding="utf-8")
+
+
 def test_the_doc_is_linked_from_the_readme_and_the_plugins_section():
     assert "(docs/extending.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     config = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
