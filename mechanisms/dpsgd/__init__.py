@@ -50,11 +50,12 @@ Mechanisms (each loads no data set: its data come from the game)::
 
     DPSGDParameters                  # parameters.py: (ε or σ, δ, q, T, C, step), σ calibration, the claim
     DPSGDClassifier(hidden, ...)     # classifier.py, "dpsgd-mlp": input "dataset" (TrainingData), releases a model
+                                     # (model="package.module:factory": a user's torch model, a ModuleRelease)
     DPSGDWhiteBox(model, ...)        # whitebox.py, "dpsgd-whitebox": input "canary-dataset" (CanaryData), Dirac
                                      # gradient canaries on extra zero features; releases each canary's descent
     DPSGDBlackBox(hidden, ...)       # blackbox.py, "dpsgd-blackbox": input "canary-dataset", the game's canary
-                                     # examples join the training set (DPSGDClassifier's training); releases the
-                                     # model with the canaries (CanaryModelRelease)
+                                     # examples join the training set (DPSGDClassifier's training, a user's model
+                                     # too); releases the model with the canaries (CanaryModelRelease)
 
 The canary mechanisms' input, :class:`mechanisms.training.canaries.CanaryData`, holds the membership bits, the real
 training rows (a ``TrainingData``) and, for input-space canaries, the canary examples; the one-run and multi-run

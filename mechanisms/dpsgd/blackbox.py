@@ -4,8 +4,9 @@ The game chooses m canary examples in advance (mislabelled held-out rows, or out
 labels: its ``canary`` parameter) and hands them over with the real training rows and the membership bits
 (:class:`mechanisms.training.canaries.CanaryData`); each member canary (S_i = 1) joins the training set.  Training
 is the DP-SGD classifier's (:class:`mechanisms.dpsgd.classifier.DPSGDClassifier`, the MLP of
-:func:`mechanisms.dpsgd.models.mlp` on a pool and include-masks).  The release is the final model
-(:class:`mechanisms.training.release.ModelRelease`) together with the (public) canaries, a
+:func:`mechanisms.dpsgd.models.mlp`, or a user's ``torch.nn.Module`` named by its factory, on a pool and
+include-masks).  The release is the final model (:class:`mechanisms.training.release.ModelRelease`) together with
+the (public) canaries, a
 :class:`mechanisms.training.canaries.CanaryModelRelease`; the attack scores each canary by its negative loss under
 that model (:class:`attacks.loss.NegativeLoss`).
 """
@@ -20,8 +21,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mechanisms._base import check_runs
-from mechanisms.dpsgd.classifier import DPSGDClassifier
+from mechanisms.dpsgd.classifier import DPSGDClassifier, check_factory
 from mechanisms.dpsgd.parameters import DPSGDParameters
+from mechanisms.dpsgd.user_model import check_model
 from mechanisms.training.canaries import CanaryMechanism, CanaryModelRelease, as_canary_data, stack_canary_runs
 
 __all__ = ["DPSGDBlackBox"]
@@ -41,8 +43,19 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
         As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`.
     hidden : tuple of int, default=()
         Hidden widths of the network (``()``: logistic regression; ``(32,)``: the MLP inputs → 32 → classes), as
-        :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`, whose training this is (float32).
+        :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`, whose training this is (float32).  Left out with
+        ``model``.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
+        Left out with ``model``.
+    model : str or None, default=None
+        ``None``: the built-in network of ``hidden`` and ``activation``.  Or the researcher's own
+        ``torch.nn.Module`` by its factory, ``"package.module:factory"``, called as
+        ``factory((d,), n_classes, generator=...)`` for the game's rows of d features (the contract of
+        :mod:`mechanisms.dpsgd.user_model`; importing it runs that module's code, as a plugin).  Checked when the
+        mechanism is built (importable, callable; ``hidden`` and ``activation`` refused unless left at their
+        defaults) and with the game's config (:meth:`canary_problem`: the whole contract, one line); trained in
+        float32 as ``DPSGDClassifier(model=...)`` does and released as a
+        :class:`mechanisms.training.release.ModuleRelease`, whose canaries' losses the attack reads.
 
     Notes
     -----
@@ -67,15 +80,33 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
 
     hidden: tuple[int, ...] = ()
     activation: str = "relu"
+    model: str | None = None
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)  # zero-argument super() is unavailable in slotted dataclasses
+        check_factory(self.model, {"hidden": (self.hidden, ()), "activation": (self.activation, "relu")})
         # the classifier checks (and normalises) the architecture; σ = 1 stands in for the one not calibrated yet
         trainer = self._trainer(1.0)
-        object.__setattr__(self, "hidden", trainer.hidden)
+        if self.model is None:
+            object.__setattr__(self, "hidden", trainer.hidden)
+
+    def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
+        """A user model's contract (:func:`mechanisms.dpsgd.user_model.check_model`) on the game's rows of
+        ``features`` features and ``classes`` classes; ``None`` when it holds (or the network is built in).  The
+        canaries are examples: no coordinate of the model is reserved for them (m plays no part)."""
+        if self.model is None:
+            return None
+        try:
+            check_model(self.model, (features,), classes, 0)
+        except ValueError as exc:
+            return str(exc).rstrip(".")
+        return None
 
     def _trainer(self, sigma: float) -> DPSGDClassifier:
         """The DP-SGD classifier with these parameters and the noise multiplier ``sigma``."""
+        network: dict[str, Any] = (
+            {"hidden": self.hidden, "activation": self.activation} if self.model is None else {"model": self.model}
+        )
         return DPSGDClassifier(
             noise_multiplier=sigma,
             delta=self.delta,
@@ -84,8 +115,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
             clip_norm=self.clip_norm,
             learning_rate=self.learning_rate,
             momentum=self.momentum,
-            hidden=self.hidden,
-            activation=self.activation,
+            **network,
         )
 
     def release(self, data: Any, *, rng: np.random.Generator) -> CanaryModelRelease:
@@ -115,7 +145,14 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
 
     def canary_bytes(self, m: int, *, rows: int, features: int, classes: int) -> int:
         """The pool (rows and canaries) as float32 with a few working copies (the data, the sampled batch, the
-        per-example activations of ghost clipping), and the network's weights a few times."""
+        per-example activations of ghost clipping), and the network's weights a few times.  A user's model counts
+        its trainable coordinates (:func:`mechanisms.dpsgd.user_model.check_model`) and, for its activations, the
+        pool's width only: its own layers' widths are unknown here."""
         widths = (features, *self.hidden, classes)
         weights = sum(a * b for a, b in itertools.pairwise(widths))
+        if self.model is not None:
+            try:
+                weights = check_model(self.model, (features,), classes, 0)
+            except ValueError:  # refused by canary_problem, with the config
+                weights = 0
         return 4 * 4 * (rows + m) * max(widths) + 4 * 8 * weights + 64 * m

@@ -1,4 +1,5 @@
-"""DP-SGD on the model games' MLP: a private trained-model mechanism (input: a pool and an include-mask)."""
+"""DP-SGD on the model games' MLP, or on a user's torch model: a private trained-model mechanism (input: a pool and
+an include-mask)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,58 @@ from mechanisms.dpsgd.devices import resolve_device
 from mechanisms.dpsgd.models import mlp
 from mechanisms.dpsgd.parameters import DPSGDParameters
 from mechanisms.dpsgd.sgd import train_ensemble
+from mechanisms.dpsgd.user_model import ModelFactory, check_model, is_import_path
 from mechanisms.training.data import TrainingData
 from mechanisms.training.models import TrainedModel, check_device, torch_generators
 from mechanisms.training.network import network_release
-from mechanisms.training.release import ACTIVATIONS, ModelRelease
+from mechanisms.training.release import ACTIVATIONS, ModelRelease, ModuleRelease
 
-__all__ = ["DPSGDClassifier"]
+__all__ = ["DPSGDClassifier", "check_factory"]
+
+_HIDDEN = (64,)  # the default hidden widths
+
+
+def check_factory(model: Any, network: dict[str, tuple[Any, Any]]) -> None:
+    """Check a DP-SGD mechanism's ``model`` (``None`` or a factory's import path, importable and callable) and,
+    with a factory, that the built-in network's parameters ``network`` (name: (value, default)) are left out.
+
+    Raises
+    ------
+    TypeError, ValueError
+        One line, naming the field and its value.
+    """
+    if model is None:
+        return
+    if not is_import_path(model):
+        error = ValueError if isinstance(model, str) else TypeError
+        raise error(f"model must be None (the built-in network) or a factory 'package.module:function', got {model!r}.")
+    ModelFactory(model)  # importable and callable, checked when the config is read
+    changed = {name: value for name, (value, default) in network.items() if _normal(value) != default}
+    if changed:
+        raise ValueError(
+            f"{' and '.join(changed)} must be left out with model {model!r} (the factory replaces the built-in "
+            f"network), got {', '.join(f'{name}={value!r}' for name, value in changed.items())}."
+        )
+
+
+def _normal(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _shared_state(models: dict[int, torch.nn.Module]) -> list[list[int]]:
+    """The models' keys in groups of equal state beyond the trainable parameters (parameters without a gradient,
+    buffers), in order of first appearance.
+
+    ``train_ensemble`` runs every model's forward pass with the first model's module, so only models that differ in
+    their trainable parameters alone may train together: the built-in MLP has no other state (one group, as
+    before); a factory's module whose frozen weights are drawn from its generator trains alone.
+    """
+    groups: dict[bytes, list[int]] = {}
+    for k, net in models.items():
+        state = [p for p in net.parameters() if not p.requires_grad] + list(net.buffers())
+        key = b"".join(t.detach().cpu().numpy().tobytes() for t in state)
+        groups.setdefault(key, []).append(k)
+    return list(groups.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +77,9 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     ----------
     hidden : tuple of int, default=(64,)
         Hidden widths (``()``: logistic regression); architecture and initialisation as
-        :class:`mechanisms.training.models.MLPClassifier`.
+        :class:`mechanisms.training.models.MLPClassifier`.  Left out with ``model``.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
+        Left out with ``model``.
     epsilon, noise_multiplier, delta, steps, clip_norm, momentum
         As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`.
     sampling_rate : float, default=0.02
@@ -39,6 +87,15 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     learning_rate : float, default=0.1
     device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
         Where to train, as :class:`mechanisms.training.models.MLPClassifier`'s.
+    model : str or None, default=None
+        ``None``: the built-in MLP of ``hidden`` and ``activation``.  Or a user's ``torch.nn.Module`` by its factory,
+        ``"package.module:factory"``, called as ``factory((d,), n_classes, generator=...)`` for records of d
+        encoded features (the contract of :mod:`mechanisms.dpsgd.user_model`; importing it runs that module's
+        code, as a plugin).  Checked when the mechanism is built (importable, callable; ``hidden`` and
+        ``activation`` refused unless left at their defaults) and before training (the rest of the contract,
+        :func:`mechanisms.dpsgd.user_model.check_model`, one line each); trained in float32 by the same
+        :func:`mechanisms.dpsgd.sgd.train_ensemble` call, released as a
+        :class:`mechanisms.training.release.ModuleRelease` (the factory's path and the trained parameters).
 
     Notes
     -----
@@ -53,9 +110,10 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
 
     sampling_rate: float = 0.02
     learning_rate: float = 0.1
-    hidden: tuple[int, ...] = (64,)
+    hidden: tuple[int, ...] = _HIDDEN
     activation: str = "relu"
     device: str = "cpu"
+    model: str | None = None
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)
@@ -69,6 +127,11 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         )
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+        check_factory(self.model, {"hidden": (self.hidden, _HIDDEN), "activation": (self.activation, "relu")})
+
+    def cache_code(self) -> tuple[str, ...]:
+        """The factory's module with ``model`` (its source determines the release), else none."""
+        return () if self.model is None else (self.model.partition(":")[0],)
 
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
@@ -78,21 +141,36 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         x = torch.tensor(data.x, device=device)  # copies: the pool's arrays may be read-only (torch warns on those)
         y = torch.tensor(data.y, device=device)
         widths = (data.x.shape[1], *self.hidden, data.n_classes)
+        shape = (int(data.x.shape[1]),)
+        if self.model is not None:
+            check_model(self.model, shape, data.n_classes)  # the contract, one line, before any training
         gens = torch_generators(rngs, device)
         out: list[ModelRelease | None] = [None] * len(gens)
         public = np.asarray(sizes)
         for size in np.unique(public):
-            group = np.flatnonzero(public == size)
-            models = [mlp(widths, generator=gens[k], activation=self.activation) for k in group]
-            trained = train_ensemble(
-                models,
-                x,
-                y,
-                dataclasses.replace(self.training_config(int(size)), device=str(device)),
-                generators=[gens[k] for k in group],
-                include=torch.from_numpy(masks[group]).to(device),
-            )
-            for k, net in zip(group, trained, strict=True):
-                linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
-                out[k] = network_release([(m.weight.detach().T, m.bias.detach()) for m in linears], self.activation)
+            built = {int(k): self._build(widths, gens[k]) for k in np.flatnonzero(public == size)}
+            for group in _shared_state(built):
+                trained = train_ensemble(
+                    [built[k] for k in group],
+                    x,
+                    y,
+                    dataclasses.replace(self.training_config(int(size)), device=str(device)),
+                    generators=[gens[k] for k in group],
+                    include=torch.from_numpy(masks[group]).to(device),
+                )
+                for k, net in zip(group, trained, strict=True):
+                    out[k] = self._release(net, shape, data.n_classes)
         return [r for r in out if r is not None]
+
+    def _build(self, widths: tuple[int, ...], generator: torch.Generator) -> torch.nn.Module:
+        """The network to train, initialised from ``generator`` (float32): the factory's, or the built-in MLP."""
+        if self.model is None:
+            return mlp(widths, generator=generator, activation=self.activation)
+        return ModelFactory(self.model).build(widths[:1], widths[-1], generator=generator, dtype=torch.float32)
+
+    def _release(self, net: torch.nn.Module, shape: tuple[int, ...], n_classes: int) -> ModelRelease:
+        """The trained network as released: a ModuleRelease of the factory's module, or the MLP's NetworkRelease."""
+        if self.model is not None:
+            return ModuleRelease.from_module(net, model=self.model, input_shape=shape, n_classes=n_classes)
+        linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
+        return network_release([(m.weight.detach().T, m.bias.detach()) for m in linears], self.activation)

@@ -25,6 +25,7 @@ __all__ = [
     "ConvNetRelease",
     "LookupRelease",
     "ModelRelease",
+    "ModuleRelease",
     "NetworkRelease",
     "TreeEnsembleRelease",
     "UnscoredRecordError",
@@ -368,6 +369,170 @@ class ConvNetRelease(ModelRelease):
         )
 
 
+@dataclass(frozen=True, eq=False)
+class ModuleRelease(ModelRelease):
+    """A user's ``torch.nn.Module``, released as its factory's import path and its trained parameters.
+
+    What a DP-SGD mechanism with ``model = "package.module:factory"`` publishes
+    (:class:`mechanisms.dpsgd.user_model.ModelFactory`): plain arrays, never a pickle of the module.  The module is
+    rebuilt on first use (the factory called on the CPU, in float32, then given the released values; torch is
+    imported only then) and kept by the release object; its forward pass, in evaluation mode and without
+    gradients, gives the logits.
+
+    Parameters
+    ----------
+    model : str
+        The factory, ``"package.module:factory"``; importing it runs that module's code, as a plugin.
+    input_shape : tuple of int
+        One example's shape (``(d,)`` for encoded records); a row of ``x`` holds its ∏ input_shape values in
+        row-major order.
+    n_classes : int
+        The module's outputs (at least 2).
+    parameters : ndarray of shape (P,), float32
+        The trained parameters flattened, in ``trainable_parameters`` order (``named_parameters`` that require a
+        gradient, :func:`mechanisms.dpsgd.clipping.trainable_parameters`), each in row-major order.
+    state : ndarray of shape (S,), float64, default=empty
+        The module's other state flattened: its parameters without a gradient, then its buffers (``named_*``
+        order).  DP-SGD never changes them, but a factory may draw them from its generator, so they are released
+        too (float64 holds float32 values and integers below 2⁵³ exactly).
+
+    Raises
+    ------
+    ValueError
+        When the module is rebuilt: the factory fails, or its module's parameter or state sizes differ from the
+        released arrays (the factory changed since the release), or its output is not ``(n, n_classes)``.
+    """
+
+    kind: ClassVar[str] = "module"
+
+    model: str
+    input_shape: tuple[int, ...]
+    n_classes: int
+    parameters: NDArray[np.float32]
+    state: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    n_features: int = field(init=False)
+    _module: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from analysis._checks import check_int
+
+        if not isinstance(self.model, str) or ":" not in self.model:
+            raise ValueError(f"model must be a factory's import path 'package.module:function', got {self.model!r}.")
+        if not isinstance(self.input_shape, tuple | list) or len(self.input_shape) < 1:
+            raise ValueError(f"input_shape must be a non-empty tuple of positive ints, got {self.input_shape!r}.")
+        shape = tuple(check_int(f"input_shape[{i}]", s, low=1) for i, s in enumerate(self.input_shape))
+        classes = check_int("n_classes", self.n_classes, low=2)
+        parameters = np.ascontiguousarray(self.parameters, dtype=np.float32)
+        state = np.ascontiguousarray(self.state, dtype=np.float64)
+        for name, arr in (("parameters", parameters), ("state", state)):
+            if arr.ndim != 1:
+                raise ValueError(f"{name} must be a flat array, got shape {arr.shape}.")
+        if parameters.size < 1:
+            raise ValueError("parameters must hold at least one trained value, got none.")
+        object.__setattr__(self, "input_shape", shape)
+        object.__setattr__(self, "n_classes", classes)
+        object.__setattr__(self, "parameters", parameters)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "n_features", int(np.prod(shape)))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the rebuilt module is a cache: a pickled release (sent between processes) carries the arrays alone
+        return {**self.__dict__, "_module": None}
+
+    @classmethod
+    def from_module(cls, module: Any, *, model: str, input_shape: tuple[int, ...], n_classes: int) -> ModuleRelease:
+        """The release of a trained ``module`` that the factory ``model`` built for ``input_shape`` and
+        ``n_classes``."""
+        params, state = _module_tensors(module)
+
+        def flat(tensors: list[Any], dtype: Any) -> NDArray[Any]:
+            if not tensors:
+                return np.zeros(0, dtype=dtype)
+            return np.concatenate([t.detach().cpu().reshape(-1).numpy().astype(dtype) for t in tensors])
+
+        return cls(
+            model=model,
+            input_shape=tuple(input_shape),
+            n_classes=n_classes,
+            parameters=flat(params, np.float32),
+            state=flat(state, np.float64),
+        )
+
+    def module(self) -> Any:
+        """The ``torch.nn.Module`` with the released values (CPU, float32, evaluation mode), built on first use."""
+        if self._module is None:
+            object.__setattr__(self, "_module", self._build())
+        return self._module
+
+    def _build(self) -> Any:
+        import torch
+
+        from mechanisms.dpsgd.devices import make_generator
+        from mechanisms.dpsgd.user_model import ModelFactory
+
+        # the generator's draws are all overwritten below: every parameter and buffer gets its released value
+        net = ModelFactory(self.model).build(
+            self.input_shape, self.n_classes, generator=make_generator(0, "cpu"), dtype=torch.float32
+        )
+        params, state = _module_tensors(net)
+        with torch.no_grad():
+            for name, tensors, values in (("parameters", params, self.parameters), ("state", state, self.state)):
+                sizes = [t.numel() for t in tensors]
+                if sum(sizes) != values.shape[0]:
+                    raise ValueError(
+                        f"{name} must hold the {sum(sizes):,} values of model {self.model!r} for input_shape="
+                        f"{self.input_shape}, n_classes={self.n_classes}, got {values.shape[0]:,} (has the factory "
+                        "changed since the release?)."
+                    )
+                for t, chunk in zip(tensors, torch.from_numpy(values.copy()).split(sizes), strict=True):
+                    t.copy_(chunk.reshape(t.shape))
+        return net.eval()
+
+    def logits(self, x: Any) -> NDArray[np.float64]:
+        import torch
+
+        h = _features(x, self.n_features)
+        if h.shape[0] == 0:
+            return np.zeros((0, self.n_classes))
+        with torch.no_grad():
+            out = self.module()(torch.tensor(h).reshape(h.shape[0], *self.input_shape))
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (h.shape[0], self.n_classes):
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(
+                f"model {self.model!r} must map (n, *{self.input_shape}) to logits (n, {self.n_classes}), got {got}."
+            )
+        return np.asarray(out.numpy(), dtype=np.float64)
+
+    def to_arrays(self) -> dict[str, NDArray[Any]]:
+        return {
+            "kind": np.array(self.kind),
+            "model": np.array(self.model),
+            "input_shape": np.array(self.input_shape, dtype=np.int64),
+            "sizes": np.array([self.n_classes], dtype=np.int64),
+            "parameters": self.parameters,
+            "state": self.state,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, NDArray[Any]]) -> ModuleRelease:
+        return cls(
+            model=str(arrays["model"]),
+            input_shape=tuple(int(v) for v in np.asarray(arrays["input_shape"]).ravel()),
+            n_classes=int(np.asarray(arrays["sizes"]).ravel()[0]),
+            parameters=np.asarray(arrays["parameters"]),
+            state=np.asarray(arrays["state"]),
+        )
+
+
+def _module_tensors(module: Any) -> tuple[list[Any], list[Any]]:
+    """A module's trainable parameters (``trainable_parameters`` order) and its other state: the parameters
+    without a gradient, then the buffers."""
+    from mechanisms.dpsgd.clipping import trainable_parameters
+
+    frozen = [p for _, p in module.named_parameters() if not p.requires_grad]
+    return [p for _, p in trainable_parameters(module)], frozen + [b for _, b in module.named_buffers()]
+
+
 def check_image(image: Any) -> tuple[int, int, int]:
     """``image`` as (channels, height, width) if a CNN with two 2×2 poolings takes it (each side at least 4).
 
@@ -574,6 +739,7 @@ _KINDS: dict[str, Any] = {
     "trees": TreeEnsembleRelease,
     "convnet": ConvNetRelease,
     "lookup": LookupRelease,
+    "module": ModuleRelease,
 }
 
 

@@ -42,6 +42,25 @@ def gated_mlp(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.
     return model
 
 
+class _Projected(nn.Module):
+    """A fixed random projection (a parameter without a gradient) and a fixed shift (a buffer), both drawn from the
+    generator, then a trained linear layer: state that DP-SGD never changes but the release must carry."""
+
+    def __init__(self, d: int, n_classes: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.projection = nn.Parameter(torch.randn(d, 12, generator=generator), requires_grad=False)
+        self.register_buffer("shift", torch.rand(12, generator=generator))
+        self.head = init_parameters(nn.Linear(12, n_classes), generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(x @ self.projection + self.shift))
+
+
+def projected(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """A frozen random projection to 12 features and a trained linear layer (state beyond the trained weights)."""
+    return _Projected(input_shape[0], n_classes, generator)
+
+
 def global_rng(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
     """Ignores the generator: PyTorch's default initialisation from the global RNG."""
     return nn.Linear(input_shape[0], n_classes)

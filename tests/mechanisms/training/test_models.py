@@ -71,6 +71,13 @@ def _dpsgd() -> DPSGDClassifier:
     return DPSGDClassifier(noise_multiplier=1.0, sampling_rate=0.1, steps=10, hidden=(8,), learning_rate=0.1)
 
 
+def _linear_factory(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> torch.nn.Module:
+    """A user's model by factory path (``model`` of dpsgd-mlp): logistic regression."""
+    from mechanisms.dpsgd.models import init_parameters
+
+    return init_parameters(torch.nn.Linear(input_shape[0], n_classes), generator=generator)
+
+
 NETWORKS = {"mlp": _mlp, "logistic-regression": _logistic, "dpsgd-mlp": _dpsgd}
 
 
@@ -367,6 +374,7 @@ PARAMETER_CHANGES: dict[str, list[dict[str, Any]]] = {
         {"hidden": (9,)},
         {"activation": "elu"},
         {"device": "auto"},
+        {"model": f"{__name__}:_linear_factory", "hidden": (64,)},  # a factory replaces the MLP of hidden
     ],
     "gradient-boosted-trees": [
         {"max_iter": 6},

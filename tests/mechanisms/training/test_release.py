@@ -351,14 +351,11 @@ def test_tree_ensemble_bad_constructions_are_refused():
 # -- the codec --------------------------------------------------------------------------------------------------
 def test_decode_release_refuses_unknown_kinds():
     arrays = _network().to_arrays()
-    with pytest.raises(
-        ValueError, match=r"arrays must hold a model release of kind network, trees, convnet, lookup, got 'forest'"
-    ):
+    kinds = "network, trees, convnet, lookup, module"
+    with pytest.raises(ValueError, match=rf"arrays must hold a model release of kind {kinds}, got 'forest'"):
         decode_release({**arrays, "kind": np.array("forest")})
     del arrays["kind"]
-    with pytest.raises(
-        ValueError, match=r"arrays must hold a model release of kind network, trees, convnet, lookup, got None"
-    ):
+    with pytest.raises(ValueError, match=rf"arrays must hold a model release of kind {kinds}, got None"):
         decode_release(arrays)
     with pytest.raises(ValueError, match="got 'fixed'"):
         decode_release(FixedLogits(np.zeros((1, 2))).to_arrays())
