@@ -482,10 +482,12 @@ def _add_injection(sums: list[Tensor], extra: Sequence[Tensor] | Injection | Non
     """The sums plus ``inject``'s gradients, and the number of examples they count as (0 for a bare sequence)."""
     if extra is None:
         return sums, 0
-    count: Any = 0
     if isinstance(extra, Injection):
-        extra, count = extra.gradients, extra.examples
-    return [s + e for s, e in zip(sums, extra, strict=True)], count
+        gradients: Sequence[Tensor] = extra.gradients
+        count: Any = extra.examples
+    else:
+        gradients, count = extra, 0
+    return [s + e for s, e in zip(sums, gradients, strict=True)], count
 
 
 def _divisor(config: DPSGDConfig, expected: float, realised: Any) -> Any:

@@ -103,7 +103,7 @@ class ModelFactory:
         found = resolve_import(self.path, field="model", example=FACTORY_EXAMPLE, what="function")
         if not callable(found):
             raise ValueError(f"model must name a function (input_shape, n_classes, *, generator), got {self.path!r}.")
-        return found  # type: ignore[no-any-return]
+        return found
 
     def build(
         self, input_shape: Sequence[int], n_classes: int, *, generator: torch.Generator, dtype: torch.dtype
