@@ -507,15 +507,18 @@ def _point_estimate(a: Scores, b: Scores, confidence: float, delta: float, strat
 
 
 def _best_uncorrected(a: Scores, b: Scores, confidence: float, delta: float, strategy: ThresholdStrategy) -> float:
-    """INVALID on purpose: the best of 100 quantile thresholds, each tested at the full β."""
-    cands = quantile_thresholds(np.concatenate([a, b]), np.arange(1, 101) / 101)
+    """INVALID on purpose: the best of Bonferroni's quantile thresholds (100), each tested at the full β — its
+    candidates without its correction, so it is played where the Bonferroni strategy is."""
+    if not isinstance(strategy, Bonferroni) or strategy.candidates == "all":
+        raise ValueError(f"the uncorrected best threshold takes Bonferroni's quantile candidates, got {strategy!r}.")
+    cands = quantile_thresholds(np.concatenate([a, b]), _levels(strategy.candidates))
     r, v = counts_one_sided(np.sort(a), np.sort(b), cands)
     return float(np.max(one_run.best_of_bounds(a.size + b.size, r, v, delta=delta, beta=1 - confidence)))
 
 
 INVALID_ESTIMATORS: dict[str, EstimatorSpec] = {
     "INVALID point estimate": EstimatorSpec(_point_estimate, strategies=("explicit",)),
-    "INVALID best threshold, no correction": EstimatorSpec(_best_uncorrected, strategies=("explicit",)),
+    "INVALID best threshold, no correction": EstimatorSpec(_best_uncorrected, strategies=("bonferroni",)),
 }
 
 
