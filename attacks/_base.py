@@ -18,15 +18,15 @@ on labelled members and non-members, which PANORAMIA's game hands out).
 
 from __future__ import annotations
 
-from abc import ABC
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["KNOWLEDGE_KINDS", "Attack", "FittedAttack"]
+__all__ = ["KNOWLEDGE_KINDS", "Attack", "FittedAttack", "LeaveOneOutAttack"]
 
-KNOWLEDGE_KINDS = ("nothing", "auxiliary", "labelled")
+KNOWLEDGE_KINDS = ("nothing", "auxiliary", "labelled", "models")
 
 
 @runtime_checkable
@@ -72,3 +72,25 @@ class Attack(ABC):
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
         """Score without fitting: only attacks with nothing to learn (``needs == "nothing"``) implement this."""
         raise TypeError(f"attack {self.name!r} must be fitted first: call fit(knowledge, rng=...) and score with that.")
+
+
+class LeaveOneOutAttack(Attack):
+    """An attack the efficient evaluation plays (``games/lira.py``): M models on random halves of a pool, each model
+    in turn the target and the M − 1 others its reference (shadow) models, scored from their confidences alone.
+
+    Implementations: :class:`attacks.lira.LiRA` and :class:`attacks.rmia.RMIA`.
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    def min_models(self) -> int:
+        """The fewest models M of an efficient evaluation this attack can score every pair of."""
+
+    @abstractmethod
+    def efficient_scores(
+        self, confidence: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.bool_], float]:
+        """Scores (M, N) of every (model, sample) pair from the other models' logit-scaled confidences ``confidence``
+        (M, N) and training masks ``member`` (M, N); where they exist (``valid``, M × N); and the finite-population
+        factor the scores applied (``fpc``, 1 − N/N₊ of the pool, or 1.0 where the attack applies none)."""

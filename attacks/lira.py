@@ -47,7 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from analysis._checks import check_int, check_real, check_score_matrix
-from attacks._base import Attack
+from attacks._base import LeaveOneOutAttack
 from attacks.knowledge import Knowledge, require_knowledge
 
 __all__ = [
@@ -288,7 +288,7 @@ def _best_threshold(scores: NDArray[np.float64], labels: NDArray[np.bool_]) -> f
 
 
 @dataclass(frozen=True, slots=True)
-class LiRA(Attack):
+class LiRA(LeaveOneOutAttack):
     """Carlini et al.'s likelihood-ratio attack on trained models, online or offline, with optional FPC.
 
     Parameters
@@ -366,6 +366,14 @@ class LiRA(Attack):
             scores, member, online=self.online, fix_variance=self.fix_variance, fpc=1.0 if fpc is None else fpc
         )
         return lira_scores(scores, fits, online=self.online, offline_test=self.offline_test), fits
+
+    def efficient_scores(
+        self, confidence: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.bool_], float]:
+        """:meth:`leave_one_out`, with the pool's ``fpc`` applied when the attack was built with ``fpc=True``."""
+        applied = fpc if self.fpc else None
+        scores, fits = self.leave_one_out(confidence, member, fpc=applied)
+        return scores, np.asarray(fits.valid, dtype=bool), 1.0 if applied is None else applied
 
     def memory_bytes(self, n_releases: int, n_columns: int) -> int:
         """A shadow model's parameters (about 64 kB) and a few numbers per shadow."""

@@ -36,14 +36,24 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from analysis._checks import check_real, check_score_matrix
+from attacks._base import LeaveOneOutAttack
 
-__all__ = ["RMIAScores", "leave_one_out_rmia", "reference_probability", "rmia_scores"]
+__all__ = [
+    "RMIA",
+    "FittedRMIA",
+    "RMIAScores",
+    "ReferenceModels",
+    "leave_one_out_rmia",
+    "reference_probability",
+    "rmia_scores",
+]
 
 
 def _check_gamma(gamma: float) -> float:
@@ -203,3 +213,159 @@ def leave_one_out_rmia(
         valid[j] &= size > 0
         scores[j] = np.where(valid[j], count / np.maximum(size, 1), 0.0)
     return RMIAScores(scores=scores, valid=np.asarray(valid, dtype=bool))
+
+
+# --------------------------------------------------------------------------------------------- the attack
+
+
+@dataclass(frozen=True)
+class ReferenceModels:
+    """What RMIA's adversary knows (``needs = "models"``): records, K reference models' confidences on them and
+    which model trained on which.
+
+    Attributes
+    ----------
+    x : ndarray of shape (n, d), float32
+        The records, encoded (:mod:`games.datasets.features`): the targets a fitted RMIA scores (by index) and the
+        population Z.
+    y : ndarray of shape (n,), int64
+        Their labels.
+    confidence : ndarray of shape (K, n)
+        Reference model k's logit-scaled confidence on record i.
+    member : ndarray of shape (K, n), bool
+        Whether reference model k trained on record i.
+    population : ndarray of shape (n,), bool
+        The records serving as population samples z (the released model's non-members, when the adversary knows
+        them; otherwise records drawn from the population).
+    """
+
+    x: NDArray[np.float32]
+    y: NDArray[np.int64]
+    confidence: NDArray[np.float64]
+    member: NDArray[np.bool_]
+    population: NDArray[np.bool_]
+
+    def __post_init__(self) -> None:
+        values, _ = check_score_matrix(self.confidence, self.member, min_models=1)
+        n = values.shape[1]
+        x, y = np.asarray(self.x), np.asarray(self.y)
+        population = np.asarray(self.population)
+        if x.shape[0] != n or y.shape != (n,) or population.shape != (n,) or population.dtype != bool:
+            raise ValueError(
+                f"x, y and population (bool) must describe the n = {n} records of confidence, got x {x.shape}, "
+                f"y {y.shape}, population {population.shape} {population.dtype}."
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class FittedRMIA:
+    """RMIA fitted on its reference models: scores a released model on the knowledge's records."""
+
+    x: NDArray[np.float32]
+    y: NDArray[np.int64]
+    p: NDArray[np.float64]
+    population: NDArray[np.bool_]
+    gamma: float
+    decision: float
+
+    @property
+    def threshold(self) -> float:
+        return self.decision
+
+    def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Each target's share of the OTHER population records it dominates under ``release`` (0 where ``p`` is NaN:
+        a reference side without models)."""
+        from mechanisms.training.release import ModelRelease
+
+        if not isinstance(release, ModelRelease):
+            raise TypeError(f"RMIA scores a trained model (a ModelRelease), got {type(release).__name__}.")
+        index = np.asarray(targets, dtype=np.intp)
+        s = special.expit(np.asarray(release.confidence(self.x, self.y), dtype=np.float64))
+        usable = np.isfinite(self.p)
+        ratio = np.where(usable, s / np.where(usable, self.p, 1.0), 0.0)
+        population = self.population & usable
+        ratio_z = np.sort(ratio[population])
+        count = _dominated(ratio[index], ratio_z, self.gamma)
+        size = population.sum() - population[index]
+        ok = usable[index] & (size > 0)
+        return np.where(ok, count / np.maximum(size, 1), 0.0).astype(np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class RMIA(LeaveOneOutAttack):
+    """RMIA (Zarifzadeh et al. 2024): the target model's likelihood ratio against population samples.
+
+    Parameters
+    ----------
+    online : bool, default=False
+        p(x) from IN and OUT reference models alike, or offline from the OUT ones with ``offline_a``.
+    gamma : float, default=2.0
+        γ ≥ 1: x dominates z when its likelihood ratio against z exceeds γ (the paper's configs: 2).
+    offline_a : float, default=0.3
+        a in [0, 1], the offline approximation's slope (the paper's CIFAR-10 value; 0.6 for CIFAR-100, 0.2 for
+        Purchase-100).
+
+    Notes
+    -----
+    Threat model: the adversary of the efficient evaluation (``games/lira.py``): the other M − 1 models of the
+    pool, with their training sets, are its reference models, and the target model's non-members in the pool
+    are its population Z (the paper's protocol).  Fitted directly (:meth:`fit`) it takes a
+    :class:`ReferenceModels`.  Cost: no model beyond LiRA's; the scores of a target model are one sort of its
+    population's ratios and one binary search per sample.
+
+    References
+    ----------
+    .. [1] S. Zarifzadeh, P. Liu, X. Xiao, R. Shokri. Low-Cost High-Power Membership Inference Attacks. ICML 2024.
+    """
+
+    name: ClassVar[str] = "rmia"
+    accepts: ClassVar[frozenset[str]] = frozenset({"model"})
+    needs: ClassVar[str] = "models"
+
+    online: bool = False
+    gamma: float = 2.0
+    offline_a: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.online, bool):
+            raise TypeError(f"online must be true or false, got {self.online!r}.")
+        object.__setattr__(self, "gamma", _check_gamma(self.gamma))
+        object.__setattr__(self, "offline_a", _check_a(self.offline_a))
+
+    def min_models(self) -> int:
+        """4: with two pairs of complementary models every sample has an IN and an OUT reference beside the target."""
+        return 4
+
+    def efficient_scores(
+        self, confidence: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.bool_], float]:
+        """:func:`leave_one_out_rmia`; RMIA fits no variance, so the finite-population factor is not applied (1.0)."""
+        got = leave_one_out_rmia(confidence, member, online=self.online, gamma=self.gamma, offline_a=self.offline_a)
+        return got.scores, got.valid, 1.0
+
+    def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedRMIA:
+        """p(v) of every record from the reference models; the decision threshold is the best accuracy on the
+        reference models' own leave-one-out scores."""
+        from attacks.lira import _best_threshold
+
+        if not isinstance(knowledge, ReferenceModels):
+            raise TypeError(
+                f"attack 'rmia' needs reference models (attacks.rmia.ReferenceModels), got {type(knowledge).__name__}."
+            )
+        s = special.expit(np.asarray(knowledge.confidence, dtype=np.float64))
+        p = reference_probability(s, knowledge.member, online=self.online, offline_a=self.offline_a)
+        decision = 0.5
+        if knowledge.confidence.shape[0] >= 2:
+            own = leave_one_out_rmia(
+                knowledge.confidence, knowledge.member, online=self.online, gamma=self.gamma, offline_a=self.offline_a
+            )
+            if own.valid.any():
+                decision = _best_threshold(own.scores[own.valid], np.asarray(knowledge.member)[own.valid])
+        return FittedRMIA(
+            x=np.asarray(knowledge.x),
+            y=np.asarray(knowledge.y),
+            p=p,
+            population=np.asarray(knowledge.population, dtype=bool),
+            gamma=self.gamma,
+            decision=decision,
+        )

@@ -200,6 +200,7 @@ class TrialContext:
 _KNOWLEDGE_TEXT = {
     "auxiliary": ("auxiliary data and black-box access", "the record-level games"),
     "labelled": ("labelled members and non-members to train a classifier on", "panoramia"),
+    "models": ("reference models trained on known records", "lira"),
 }
 
 

@@ -82,7 +82,7 @@ class LiRAGame(Game):
 
     name: ClassVar[str] = "lira"
     input_kinds: ClassVar[frozenset[str]] = frozenset({"dataset"})
-    knowledge: ClassVar[frozenset[str]] = frozenset({"nothing", "auxiliary"})
+    knowledge: ClassVar[frozenset[str]] = frozenset({"nothing", "auxiliary", "models"})
     headline: ClassVar[str] = "tpr_pp_t_0.001"
     headline_band: ClassVar[tuple[str, str] | None] = None
 
@@ -119,15 +119,18 @@ class LiRAGame(Game):
 
     # -- compatibility and sizes --------------------------------------------------------------------------------
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
-        from attacks.lira import LiRA
+        from attacks._base import LeaveOneOutAttack
 
         if mechanism.input_kind not in self.input_kinds:
             return (
                 f"game 'lira' needs a trained-model mechanism (input 'dataset'), but mechanism '{mechanism.name}' "
                 f"takes '{mechanism.input_kind}'"
             )
-        if not isinstance(attack, LiRA):
-            return f"game 'lira' plays the LiRA attack ('lira') on its M models, got attack '{attack.name}'"
+        if not isinstance(attack, LeaveOneOutAttack):
+            return (
+                f"game 'lira' plays an attack with an efficient leave-one-out evaluation (lira, rmia) on its M models, "
+                f"got attack '{attack.name}'"
+            )
         from games.datasets.features import model_problem
 
         problem = model_problem(mechanism, self.data)
@@ -135,8 +138,8 @@ class LiRAGame(Game):
             return problem
         if self.n_models < attack.min_models():
             return (
-                f"n_models must be at least {attack.min_models()} for this LiRA (each target model's M − 1 others must "
-                f"give every record {'1' if attack.fix_variance else '2'}+ IN and OUT scores), got {self.n_models}"
+                f"n_models must be at least {attack.min_models()} for this {attack.name} attack (each target model's "
+                f"M − 1 others must give every record enough IN and OUT scores), got {self.n_models}"
             )
         return None
 
@@ -157,12 +160,12 @@ class LiRAGame(Game):
         seed: np.random.SeedSequence,
         context: TrialContext | None = None,
     ) -> TrialOutcome:
-        from attacks.lira import LiRA
+        from attacks._base import LeaveOneOutAttack
         from games.datasets.features import model_arrays, population_table, raw_columns
         from mechanisms.training.data import TrainingData
 
-        if not isinstance(attack, LiRA):
-            raise TypeError(f"game 'lira' plays the LiRA attack, got {type(attack).__name__}.")
+        if not isinstance(attack, LeaveOneOutAttack):
+            raise TypeError(f"game 'lira' plays an attack with an efficient evaluation, got {type(attack).__name__}.")
         entropy = root_entropy(seed, "the LiRA game")
         repetition = repetition_of(seed)
         population = model_arrays(self.data)
@@ -194,19 +197,18 @@ class LiRAGame(Game):
                 confidence[k] = release.confidence_from_logits(logits, y)
                 correct = logits.argmax(axis=1) == y
                 accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
-        fpc = 1.0 - train / self.pool_size
-        scores, fits = attack.leave_one_out(confidence, masks, fpc=fpc if attack.fpc else None)
+        scores, valid, fpc = attack.efficient_scores(confidence, masks, fpc=1.0 - train / self.pool_size)
         return TrialOutcome(
             scores=scores.ravel(),
             membership=masks.ravel(),
             arrays={
                 "shape": np.array([self.n_models, self.pool_size], dtype=np.int64),
                 "confidence": confidence,
-                "valid": np.asarray(fits.valid).ravel(),
+                "valid": valid.ravel(),
                 "pool": pool.astype(np.int64),
                 "train_accuracy": accuracy[0],
                 "test_accuracy": accuracy[1],
-                "fpc": np.array([fpc if attack.fpc else 1.0]),
+                "fpc": np.array([fpc]),
             },
         )
 

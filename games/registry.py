@@ -352,6 +352,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "attacks.lira:LiRA",
             "Carlini et al.'s likelihood-ratio attack on trained models, online or offline, with optional FPC.",
         ),
+        "rmia": Builtin(
+            "attacks.rmia:RMIA",
+            "RMIA (Zarifzadeh et al. 2024): the target model's likelihood ratio against population samples.",
+        ),
         "classifier-mia": Builtin(
             "attacks.classifier:ClassifierMIA",
             "A membership classifier on each example and a model's signal on it (PANORAMIA's MIA and baseline).",

@@ -229,6 +229,29 @@ def _labelled(records: _Records, kind: str = "model") -> Any:
     return LabelledExamples(data.x, data.y, data.include, np.arange(0, len(data), 2), release)
 
 
+def _reference_models(records: _Records, kind: str = "model") -> Any:
+    """Reference models for RMIA (``needs = "models"``): four small models on two pairs of complementary halves of
+    the sample dataset, their confidences on every record, every record a population sample."""
+    from attacks.rmia import ReferenceModels
+
+    data = _dataset(records)
+    n = len(data)
+    rng = np.random.default_rng(0)
+    member = np.zeros((4, n), dtype=bool)
+    for pair in range(2):
+        member[2 * pair, rng.permutation(n)[: n // 2]] = True
+        member[2 * pair + 1] = ~member[2 * pair]
+    confidence = np.array(
+        [
+            _small_model()
+            .release(data.with_include(member[k], size=n // 2), rng=np.random.default_rng(k))
+            .confidence(data.x, data.y)
+            for k in range(4)
+        ]
+    )
+    return ReferenceModels(data.x, data.y, confidence, member, np.ones(n, dtype=bool))
+
+
 def _labelled_partners() -> tuple[Mechanism, Attack]:
     from attacks.classifier import ClassifierMIA
     from mechanisms.training.trees import GradientBoostedTrees
@@ -299,6 +322,7 @@ class _Samples:
     partners: Mapping[str, Callable[[], tuple[Mechanism, Attack]]]
     knowledge: Callable[[str], Any]  # by release kind: a table attack's black box runs a generator, a model's trains
     labelled: Callable[[str], Any]  # by release kind: what a learned classifier is fitted on
+    models: Callable[[str], Any]  # by release kind: reference models (RMIA)
 
 
 def _samples(
@@ -321,6 +345,7 @@ def _samples(
         partners={**_PARTNERS, **{k: const(v) for k, v in (partners or {}).items()}},
         knowledge=functools.partial(_knowledge, records) if knowledge is None else (lambda kind: knowledge),
         labelled=functools.partial(_labelled, records) if knowledge is None else (lambda kind: knowledge),
+        models=functools.partial(_reference_models, records) if knowledge is None else (lambda kind: knowledge),
     )
 
 
@@ -697,6 +722,8 @@ def check_attack_scores(attack: Attack, samples: _Samples) -> None:
             if attack.needs == "auxiliary"
             else samples.labelled(kind)
             if attack.needs == "labelled"
+            else samples.models(kind)
+            if attack.needs == "models"
             else None
         )
         release, targets = _sample(samples.releases, kind, "release", "releases")

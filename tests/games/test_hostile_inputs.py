@@ -157,7 +157,7 @@ SIZES = [
     ("lira", {"game.n_models": NAN}, r"n_models must be an integer, got nan\."),
     ("lira", {"game.n_models": "ten"}, r"n_models must be an integer, got 'ten'\."),
     ("lira", {"game.n_models": True}, r"n_models must be an integer, got True\."),
-    ("lira", {"game.n_models": 4}, r"n_models must be at least 6 for this LiRA"),
+    ("lira", {"game.n_models": 4}, r"n_models must be at least 6 for this lira attack"),
     ("lira", {"game.pool_size": 48843}, r"pool_size must be an integer in \[4, 48842\], got 48843\."),
     ("lira", {"game.pool_size": -1}, r"pool_size must be an integer in \[4, 48842\], got -1\."),
     ("lira", {"game.pool_size": 5}, r"pool_size must be even \(the models train on complementary halves\), got 5\."),

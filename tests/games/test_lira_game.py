@@ -132,7 +132,7 @@ def test_bad_parameters_are_refused_with_the_field(kwargs, message):
 def test_incompatible_partners_are_refused_before_any_training():
     game = LiRAGame(**SMALL, n_models=4)
     assert "needs a trained-model mechanism" in str(game.incompatibility(RandomizedResponse(epsilon=1.0), LiRA()))
-    assert "plays the LiRA attack" in str(game.incompatibility(MODEL, Identity()))
+    assert "plays an attack with an efficient leave-one-out evaluation" in str(game.incompatibility(MODEL, Identity()))
     reason = game.incompatibility(MODEL, LiRA())  # per-example variance needs 2 IN and 2 OUT others: M >= 6
     assert reason is not None and "n_models must be at least 6" in reason
     assert game.incompatibility(MODEL, LiRA(fix_variance=True)) is None
@@ -202,3 +202,35 @@ def test_report_csv_has_every_column_the_issue_names_and_the_plot_is_a_roc(tmp_p
     assert figure.stat().st_size > 10_000 and "more columns (intervals, diagnostics) with --format csv" in captured.err
     plain = captured.out.splitlines()[0].split()
     assert "tpr_pp_t_0.001" in plain and "tpr_pp_t_low_0.001" not in plain  # the brief table
+
+
+def test_rmia_plays_on_the_same_models_and_scores_what_the_confidences_give():
+    """RMIA in the efficient evaluation: the same M models (the confidences are LiRA's, bit for bit), the scores of
+    :func:`attacks.rmia.leave_one_out_rmia` on them, no finite-population factor, and members above non-members."""
+    from analysis.calibration import pooled_auc
+    from attacks.rmia import RMIA, leave_one_out_rmia
+
+    game = LiRAGame(**SMALL, n_models=8)
+    lira = game.play(MODEL, LiRA(), seed=SEED)
+    for online in (False, True):
+        rmia = game.play(MODEL, RMIA(online=online), seed=SEED)
+        np.testing.assert_array_equal(rmia.arrays["confidence"], lira.arrays["confidence"])
+        member = rmia.membership.reshape(8, 300)
+        expected = leave_one_out_rmia(rmia.arrays["confidence"], member, online=online)
+        np.testing.assert_array_equal(rmia.scores, expected.scores.ravel())
+        assert rmia.arrays["valid"].all() and rmia.arrays["fpc"][0] == 1.0
+        assert pooled_auc(rmia.scores.reshape(8, 300), member) > 0.5
+        row = game.analyse_trial(rmia, AnalysisSettings(), seed=SEED)
+        assert 0.0 <= row["tpr_naive_0.01"] <= 1.0
+
+
+def test_rmia_is_refused_where_no_reference_models_are_given_and_with_too_few_models():
+    from attacks.rmia import RMIA
+    from games.record import TraditionalRecordGame
+
+    reason = TraditionalRecordGame().incompatibility(MODEL, RMIA())
+    assert reason is not None and "needs models knowledge" in reason and "lira" in reason
+    reason = LiRAGame(**SMALL, n_models=4).incompatibility(MODEL, RMIA())
+    assert reason is None
+    with pytest.raises(ValueError, match="n_models"):
+        LiRAGame(**SMALL, n_models=2)

@@ -34,7 +34,7 @@ def test_builtins_registered():
     ]  # fmt: skip
     assert ATTACKS.names() == [
         "classifier-mia", "closest-distance", "exact-copies", "groundhog", "identity", "lira", "negative-loss",
-        "tapas-queries"
+        "rmia", "tapas-queries"
     ]  # fmt: skip
     assert MECHANISMS.get("randomized-response") is RandomizedResponse
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from attacks import ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
 from attacks.classifier import ClassifierMIA
 from attacks.lira import LiRA
+from attacks.rmia import RMIA
 from games import MultiRunGame, OneRunGame
 from games.lira import LiRAGame
 from games.panoramia import PanoramiaGame
@@ -67,6 +68,7 @@ EXAMPLES = {
     ("attack", "negative-loss"): NegativeLoss(),
     ("attack", "identity"): Identity(),
     ("attack", "lira"): LiRA(n_shadows=4),
+    ("attack", "rmia"): RMIA(),
     ("attack", "classifier-mia"): ClassifierMIA(classifier=GradientBoostedTrees(max_iter=5)),
     ("attack", "tapas-queries"): CountingQueries(n_shadows=4, n_estimators=5),
     ("attack", "groundhog"): Groundhog(n_shadows=4, n_estimators=5),

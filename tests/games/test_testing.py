@@ -520,7 +520,11 @@ BROKEN = [
     (InfiniteClaim(), "check_privacy_claim", r"epsilon\(0\.01\) is inf: a claim with no finite ε is no claim"),
     (ChangingClaim(), "check_privacy_claim", "different claim on a second call"),
     (StrAccepts(), "check_attack_kinds", "accepts must be a non-empty frozenset"),
-    (UnknownNeeds(), "check_attack_kinds", "needs must be one of nothing, auxiliary, labelled, got 'everything'"),
+    (
+        UnknownNeeds(),
+        "check_attack_kinds",
+        "needs must be one of nothing, auxiliary, labelled, models, got 'everything'",
+    ),
     (Float32(), "check_attack_scores", r"score must return float64 of shape \(67,\), got ndarray float32"),
     (AllCanaries(), "check_attack_scores", r"of shape \(67,\), got ndarray float64 of shape \(200,\)"),
     (NanScores(), "check_attack_scores", "scores must be finite"),
