@@ -352,6 +352,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "attacks.lira:LiRA",
             "Carlini et al.'s likelihood-ratio attack on trained models, online or offline, with optional FPC.",
         ),
+        "density-ratio": Builtin(
+            "attacks.density:DensityRatio",
+            "Score = log of the synthetic data's kernel density at the target over the auxiliary data's.",
+        ),
         "rmia": Builtin(
             "attacks.rmia:RMIA",
             "RMIA (Zarifzadeh et al. 2024): the target model's likelihood ratio against population samples.",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from attacks import ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
 from attacks.classifier import ClassifierMIA
+from attacks.density import DensityRatio
 from attacks.lira import LiRA
 from attacks.rmia import RMIA
 from games import MultiRunGame, OneRunGame
@@ -69,6 +70,7 @@ EXAMPLES = {
     ("attack", "identity"): Identity(),
     ("attack", "lira"): LiRA(n_shadows=4),
     ("attack", "rmia"): RMIA(),
+    ("attack", "density-ratio"): DensityRatio(n_shadows=4),
     ("attack", "classifier-mia"): ClassifierMIA(classifier=GradientBoostedTrees(max_iter=5)),
     ("attack", "tapas-queries"): CountingQueries(n_shadows=4, n_estimators=5),
     ("attack", "groundhog"): Groundhog(n_shadows=4, n_estimators=5),
