@@ -72,7 +72,7 @@ def reference_probability(
     Parameters
     ----------
     signals : array-like of shape (K, n)
-        Reference model k's probability of the true label of sample v, in (0, 1].
+        Reference model k's probability of the true label of sample v, in [0, 1].
     member : array-like of bool, shape (K, n)
         Whether reference model k trained on sample v.
     online : bool
@@ -99,9 +99,10 @@ def reference_probability(
 
 
 def _check_signals(values: NDArray[np.float64]) -> None:
-    if not np.all((values > 0.0) & (values <= 1.0)):
-        bad = values[~((values > 0.0) & (values <= 1.0))].flat[0]
-        raise ValueError(f"signals must be probabilities in (0, 1], got {float(bad)!r}.")
+    """Probabilities in [0, 1]: a forest's ``predict_proba`` gives exact zeros (φ = −∞, s = 0)."""
+    if not np.all((values >= 0.0) & (values <= 1.0)):
+        bad = values[~((values >= 0.0) & (values <= 1.0))].flat[0]
+        raise ValueError(f"signals must be probabilities in [0, 1], got {float(bad)!r}.")
 
 
 def _dominated(ratio_x: NDArray[np.float64], ratio_z_sorted: NDArray[np.float64], gamma: float) -> NDArray[np.int64]:
@@ -122,7 +123,8 @@ def rmia_scores(
     Parameters
     ----------
     target_x, target_z : array-like of shape (n_x,), (n_z,)
-        The target model's signals on the records scored and on the population, in (0, 1].
+        The target model's signals on the records scored and on the population, in [0, 1] (a ratio of 0 dominates
+        nothing; every positive ratio dominates a population sample whose ratio is 0).
     p_x, p_z : array-like of shape (n_x,), (n_z,)
         Their reference probabilities (:func:`reference_probability`), positive and finite.
     gamma : float, default=2.0
@@ -188,7 +190,8 @@ def leave_one_out_rmia(
     Returns
     -------
     RMIAScores
-        Scores (M, N) in [0, 1] (0 where not ``valid``).
+        Scores (M, N) in [0, 1] (0 where not ``valid``: a needed reference side without models, p = 0, or no other
+        population sample).
     """
     phi, mask = check_score_matrix(confidence, member, min_models=2)
     g, a = _check_gamma(gamma), _check_a(offline_a)
@@ -203,6 +206,7 @@ def leave_one_out_rmia(
         mean_out = sum_out / n_out
         p = 0.5 * (sum_in / n_in + mean_out) if online else (1.0 + a) / 2.0 * mean_out + (1.0 - a) / 2.0
     valid = (n_out > 0) & ((n_in > 0) if online else True)
+    valid &= np.where(valid, p, 0.0) > 0.0  # online, every reference may give an exact 0 (a forest's probability)
     ratio = np.where(valid, s / np.where(valid, p, 1.0), 0.0)
     scores = np.zeros_like(s)
     for j in range(s.shape[0]):
@@ -281,7 +285,7 @@ class FittedRMIA:
             raise TypeError(f"RMIA scores a trained model (a ModelRelease), got {type(release).__name__}.")
         index = np.asarray(targets, dtype=np.intp)
         s = special.expit(np.asarray(release.confidence(self.x, self.y), dtype=np.float64))
-        usable = np.isfinite(self.p)
+        usable = np.isfinite(self.p) & (np.nan_to_num(self.p) > 0.0)
         ratio = np.where(usable, s / np.where(usable, self.p, 1.0), 0.0)
         population = self.population & usable
         ratio_z = np.sort(ratio[population])

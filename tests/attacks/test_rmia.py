@@ -110,6 +110,23 @@ def test_members_score_higher_when_models_memorise_and_alike_when_they_do_not():
         assert (gap > 10 * se) if separated else (abs(gap) < 4 * se), (lift, gap, se)
 
 
+def test_exact_zero_probabilities_of_a_forest_score_finitely():
+    """A confidence below −745 (a forest's clipped zero probability, an overconfident network) makes s = expit(φ)
+    exactly 0: a zero ratio dominates nothing and is dominated by every positive one; online, a sample every
+    reference gives 0 has p = 0 and is marked, not scored."""
+    rng = np.random.default_rng(2)
+    member = _pairs(6, 30, rng)
+    confidence = rng.normal(size=(6, 30))
+    confidence[0, :5] = -1000.0  # the target model gives 5 samples probability 0
+    confidence[:, 29] = -1000.0  # every model gives sample 29 probability 0
+    for online in (False, True):
+        got = leave_one_out_rmia(confidence, member, online=online)
+        assert np.isfinite(got.scores).all()
+        assert (got.scores[0, :5] == 0.0).all()
+        assert got.valid[:, 29].all() != online  # offline p = (1 − a)/2 > 0; online p = 0
+    assert rmia_scores([0.5, 0.0], [0.0, 0.5], [0.5, 0.5], [0.5, 0.5], gamma=1.0).tolist() == [0.5, 0.0]
+
+
 def test_a_side_without_reference_models_is_marked_not_scored():
     member = np.array([[True, False], [True, False]])  # sample 0: no OUT model; sample 1: no IN model
     offline = leave_one_out_rmia(np.zeros((2, 2)), member)
@@ -124,7 +141,7 @@ def test_a_side_without_reference_models_is_marked_not_scored():
         (lambda: rmia_scores([0.5], [0.5], [0.5], [0.5], gamma=0.5), "gamma"),
         (lambda: rmia_scores([0.5], [0.5], [0.5], [0.5], gamma=float("nan")), "gamma"),
         (lambda: rmia_scores([1.5], [0.5], [0.5], [0.5]), "probabilities"),
-        (lambda: rmia_scores([0.5], [0.0], [0.5], [0.5]), "probabilities"),
+        (lambda: rmia_scores([0.5], [-0.1], [0.5], [0.5]), "probabilities"),
         (lambda: rmia_scores([0.5], [0.5], [0.5, 0.5], [0.5]), "must match"),
         (lambda: rmia_scores([0.5], [], [0.5], []), "must not be empty"),
         (lambda: rmia_scores([0.5], [0.5], [np.nan], [0.5]), "positive and finite"),
