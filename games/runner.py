@@ -883,25 +883,42 @@ def _run_dask(
     when the cluster has a single thread and keeps only twice the threads present at the start in flight (so
     workers joining later, as batch jobs do, would get nothing).  A worker lost mid-trial makes the scheduler
     run that trial again on another worker; the trial's own seed gives the same result.
+
+    The scheduler blames every trial on a worker that dies, the innocent ones queued beside the one that killed
+    it included.  A trial the scheduler gives up on (``KilledWorker``) is therefore played once more after the
+    others, alone on the cluster, and recorded as failed only if its workers die then too.
     """
     import uuid
 
+    killed_worker = _distributed().KilledWorker
     with _backend(dask, n_workers) as client:
         run = uuid.uuid4().hex[:8]
-        futures = [
-            client.submit(
-                _worker_attempt, plugins, source, *job, key=f"privgame-trial-{job[1].index:06d}-{run}", pure=False
-            )
-            for job in jobs
-        ]
+
+        def submit(job: tuple[Any, ...], attempt: int) -> Any:
+            key = f"privgame-trial-{job[1].index:06d}-{run}-{attempt}"
+            return client.submit(_worker_attempt, plugins, source, *job, key=key, pure=False)
+
+        futures = [submit(job, 0) for job in jobs]
+        suspects: list[tuple[Any, ...]] = []
         try:
-            killed_worker = _distributed().KilledWorker
             job_of = {future.key: job for future, job in zip(futures, jobs, strict=True)}
             for future in _distributed().as_completed(futures):
                 try:
                     attempt = future.result()
+                except killed_worker:  # blamed for a worker's death, maybe only for sharing the culprit's worker
+                    suspects.append(job_of[future.key])
+                    future.release()
+                    continue
+                future.release()
+                if on_result(attempt):
+                    return
+            for job in suspects:  # alone now: a death is this trial's own doing
+                future = submit(job, 1)
+                futures.append(future)
+                try:
+                    attempt = future.result()
                 except killed_worker as exc:  # the scheduler retried it on other workers, and each one died
-                    attempt = _worker_lost(job_of[future.key], exc, "on every worker the scheduler tried")
+                    attempt = _worker_lost(job, exc, "on every worker the scheduler tried")
                 future.release()
                 if on_result(attempt):
                     return

@@ -401,6 +401,49 @@ def test_a_trial_that_kills_every_worker_is_recorded_as_failed(write_config, tmp
 
 
 @pytest.mark.slow
+def test_a_trial_beside_the_one_that_kills_its_worker_is_not_blamed(write_config, tmp_path, monkeypatch):
+    """The scheduler blames every trial running on a worker that dies.  On one two-threaded worker (restarted by
+    its nanny), the trial that kills it at once and the trial sleeping beside it are blamed together each time;
+    the runner plays the suspects again alone, so only the killer is recorded as failed."""
+    from games.config import load_config
+    from games.runner import TrialsFailed
+
+    plugins = Path(__file__).parent / "plugins"
+    monkeypatch.syspath_prepend(str(plugins))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]))
+
+    def config(name: str, **mechanism: object) -> Path:
+        overrides = {
+            "experiment": {"plugins": ["faulty_mechanisms"], "repetitions": 3},
+            "mechanism": {"name": "test-faulty", **mechanism},
+        }
+        return write_config(overrides, name=name)
+
+    with pytest.raises(TrialsFailed) as reference:
+        run_experiment(load_config(config("reference", fail=0.2)), tmp_path / "reference", progress=False)
+    culprits = set(reference.value.failed)
+    assert culprits == {4}  # the seeds' draws; trial 5 runs beside it
+    try:
+        with _cluster(tmp_path, 0) as cluster:
+            args = "--nthreads 2 --nworkers 1 --no-dashboard --host 127.0.0.1 --name w0".split()
+            cluster.start("worker-nanny", ["worker", cluster.address, *args])
+            cluster.wait_for_workers(1)
+            with pytest.raises(TrialsFailed) as killed:
+                run_experiment(
+                    load_config(config("killer", kill=0.2, sleep=1.5, spare_pid=os.getpid())),
+                    tmp_path / "out",
+                    progress=False,
+                    dask_scheduler=cluster.address,
+                )
+    finally:
+        if "test-faulty" in MECHANISMS:
+            MECHANISMS.unregister("test-faulty")
+        sys.modules.pop("faulty_mechanisms", None)
+    assert set(killed.value.failed) == culprits
+    assert ResultsStore(tmp_path / "out").done() == set(range(6)) - culprits
+
+
+@pytest.mark.slow
 def test_every_dask_worker_imports_the_configs_plugins(write_config, tmp_path, monkeypatch):
     """A side-effect-only plugin (``marking_plugin``: it registers nothing, it sets the flag ``test-marked``
     needs) is imported on each Dask worker before its trials: unpickling a trial imports only the mechanism's own

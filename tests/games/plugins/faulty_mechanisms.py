@@ -5,8 +5,9 @@ below ``fail`` it raises, below ``fail + exit`` it calls ``sys.exit(3)`` (what a
 ``fail + exit + kill`` it SIGKILLs its own process (as the OOM killer would) unless that process is
 ``spare_pid`` (the test's own), so which trials fail is fixed by their seeds.  ``only_if`` names a file: the
 faults happen only while it exists, so a test can make a run fail and its resume succeed.  ``sleep`` makes each
-trial last that long, and ``log`` appends the playing process's id (and its ``OMP_NUM_THREADS``) to a file, so
-a test can tell which processes played trials.
+trial that survives its faults last that long (a faulty trial fails at once, beside trials still running), and
+``log`` appends the playing process's id (and its ``OMP_NUM_THREADS``) to a file, so a test can tell which
+processes played trials.
 """
 
 from __future__ import annotations
@@ -47,8 +48,6 @@ class Faulty(Mechanism):
         if self.log:
             with open(self.log, "a") as fh:
                 fh.write(f"{os.getpid()} {os.environ.get('OMP_NUM_THREADS', '-')}\n")
-        if self.sleep:
-            time.sleep(self.sleep)
         armed = not self.only_if or os.path.exists(self.only_if)
         if armed and draw < self.fail:
             raise RuntimeError(f"deliberate failure (draw {draw:.3f} < fail {self.fail})")
@@ -56,6 +55,8 @@ class Faulty(Mechanism):
             sys.exit(3)
         if armed and draw < self.fail + self.exit + self.kill and os.getpid() != self.spare_pid:
             os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's OOM killer does
+        if self.sleep:
+            time.sleep(self.sleep)
         bits = np.asarray(data, dtype=bool)
         flip = rng.random(bits.shape[0]) < 1.0 / (1.0 + np.exp(self.epsilon))
         return (bits ^ flip).astype(np.float64)
