@@ -57,9 +57,24 @@ __all__ = [
 _HOEFFDING_LOG = math.log(1e20)
 
 
+try:  # scipy's own (Boost's) binomial ufuncs, which stats.binom calls after checking its arguments (~8x the cost)
+    from scipy.special._ufuncs import _binom_cdf as _boost_cdf
+    from scipy.special._ufuncs import _binom_pmf as _boost_pmf
+except ImportError:  # pragma: no cover - older or newer scipy: the public, checked path, the same numbers
+    _boost_pmf, _boost_cdf = stats.binom.pmf, stats.binom.cdf
+
+
+def _w_pmf(ws: NDArray[np.int64] | int, r: int, p_fail: float) -> NDArray[np.float64]:
+    """pmf of ``W ~ Binomial(r, p_fail)`` at ``ws``, every one of which lies in ``[0, r]`` (the callers' ranges).
+
+    Bit for bit ``stats.binom.pmf`` there (tested), without its per-call argument checks: the p-value's search
+    calls it tens of thousands of times in an audit."""
+    return np.clip(_boost_pmf(np.asarray(ws, dtype=np.float64), float(r), p_fail), 0.0, 1.0)  # as stats.binom
+
+
 def _binom_pmf(ks: NDArray[np.int64] | int, r: int, p_fail: float) -> NDArray[np.float64]:
     """pmf of ``B ~ Binomial(r, 1 - p_fail)`` at ``ks``, evaluated as the pmf of ``W = r - B`` at ``r - ks``."""
-    return np.asarray(stats.binom.pmf(np.subtract(r, ks), r, p_fail), dtype=np.float64)
+    return _w_pmf(np.subtract(r, ks), r, p_fail)
 
 
 def _alpha(r: int, v: int, p_fail: float, i_min: int = 1) -> float:
@@ -102,8 +117,8 @@ def _tail(r: int, v: int, p_fail: float) -> float:
     if v <= 0:
         return 1.0
     if r - v < _TAIL_SUM_MAX:
-        return math.fsum(stats.binom.pmf(np.arange(r - v + 1), r, p_fail).tolist())
-    return float(stats.binom.cdf(r - v, r, p_fail))
+        return math.fsum(_w_pmf(np.arange(r - v + 1), r, p_fail).tolist())
+    return float(np.clip(_boost_cdf(float(r - v), float(r), p_fail), 0.0, 1.0))  # as stats.binom
 
 
 def _p_value(m: int, r: int, v: int, epsilon: float, delta: float, i_min: int = 1) -> float:

@@ -657,3 +657,19 @@ def test_sound_and_nearly_exact_in_the_worst_case(confidence: float) -> None:
     assert stats.binomtest(violations, n_audits, beta, alternative="greater").pvalue > 1e-3
     # the bound is not needlessly loose either: discreteness of v costs little at r = 1000
     assert stats.binomtest(violations, n_audits, 0.8 * beta, alternative="less").pvalue > 1e-3
+
+
+def test_the_unchecked_binomial_equals_scipys_public_one_bit_for_bit():
+    """The p-value calls Boost's binomial ufuncs directly (stats.binom's argument checks cost ~8x the work); on
+    every range the callers use they give stats.binom's numbers exactly."""
+    from scipy import stats
+
+    from analysis import one_run
+
+    rng = np.random.default_rng(5)
+    for r in (1, 2, 57, 1000, 123_457, 10**6):
+        for p_fail in (1e-300, 1e-12, 1e-5, 0.01, 0.3, 0.5, 0.9, 1.0 - 1e-9, 1.0):
+            ws = np.unique(np.concatenate([[0, r], rng.integers(0, r + 1, size=30)]))
+            np.testing.assert_array_equal(one_run._w_pmf(ws, r, p_fail), stats.binom.pmf(ws, r, p_fail))
+            for w in ws[:5]:
+                assert float(one_run._boost_cdf(float(w), float(r), p_fail)) == float(stats.binom.cdf(w, r, p_fail))
