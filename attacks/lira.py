@@ -49,6 +49,7 @@ from numpy.typing import NDArray
 from analysis._checks import check_int, check_real, check_score_matrix
 from attacks._base import LeaveOneOutAttack
 from attacks.knowledge import Knowledge, require_knowledge
+from attacks.references import check_references, gather_references, models_needed, per_side
 
 __all__ = [
     "OFFLINE_TESTS",
@@ -58,6 +59,7 @@ __all__ = [
     "fit_gaussians",
     "leave_one_out_fits",
     "lira_scores",
+    "reference_fits",
 ]
 
 OFFLINE_TESTS = ("one-sided", "density")
@@ -248,6 +250,37 @@ def leave_one_out_fits(
     )
 
 
+def reference_fits(
+    scores: NDArray[np.float64],
+    member: NDArray[np.bool_],
+    references: int,
+    *,
+    online: bool = True,
+    fix_variance: bool = False,
+    fpc: float = 1.0,
+) -> GaussianFits:
+    """:func:`leave_one_out_fits` with ``references`` shadow models per sample instead of all M − 1 others: each
+    sample's first k OUT (offline) or k/2 IN and k/2 OUT (online) after the target model (:mod:`attacks.references`).
+
+    Returns
+    -------
+    GaussianFits
+        Arrays of shape (M, N); a fixed σ is pooled over each target model's samples, as in
+        :func:`leave_one_out_fits`.
+    """
+    values, mask = check_score_matrix(scores, member, min_models=1)
+    fpc = check_real("fpc", fpc, low=0.0, high=1.0, low_open=True)
+    count = per_side(check_int("references", references, low=1), online)
+    parts: list[GaussianFits] = []
+    empty = np.zeros(values.shape[1])
+    for j in range(values.shape[0]):
+        out = _side_stats(*gather_references(values, mask, j, count, side=False))
+        side_in = _side_stats(*gather_references(values, mask, j, count, side=True)) if online else None
+        mu_in, var_in, n_in = side_in if side_in is not None else (empty, empty, np.zeros_like(out[2]))
+        parts.append(_finish(mu_in, var_in, n_in, *out, online=online, fix_variance=fix_variance, fpc=fpc, axis=None))
+    return GaussianFits(*(np.stack([getattr(f, name) for f in parts]) for name in GaussianFits.__dataclass_fields__))
+
+
 # --------------------------------------------------------------------------------------------- the attack
 
 
@@ -305,6 +338,10 @@ class LiRA(LeaveOneOutAttack):
     n_shadows : int, default=64
         Shadow models per target in the record-level games (half with the target); the efficient evaluation
         (``games/lira.py``) uses the game's M models instead.  At least 4 (2 per side) for per-example variance.
+    references : int or None, default=None
+        Shadow models per sample in the efficient evaluation: offline its first k OUT models, online its first k/2
+        IN and k/2 OUT (k even), in cyclic model order after the target (:mod:`attacks.references`); ``None``:
+        every other model.  A per-example σ needs 2 per side read, a fixed σ 1.
 
     Notes
     -----
@@ -327,6 +364,7 @@ class LiRA(LeaveOneOutAttack):
     fix_variance: bool = False
     fpc: bool = False
     n_shadows: int = 64
+    references: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("online", "fix_variance", "fpc"):
@@ -338,11 +376,16 @@ class LiRA(LeaveOneOutAttack):
         check_int("n_shadows", self.n_shadows, low=low, high=1_000_000)
         if self.n_shadows % 2:
             raise ValueError(f"n_shadows must be even (half of the shadows train on the target), got {self.n_shadows}.")
+        need = 1 if self.fix_variance else 2  # scores per side read
+        least = 2 * need if self.online else need
+        k = check_references(self.references, online=self.online, least=least, attack="lira")
+        object.__setattr__(self, "references", k)
 
     def min_models(self) -> int:
         """The fewest models of an efficient evaluation (each target model's others give each sample enough IN and
-        OUT scores): 4 with a fixed variance, 6 with per-example variance."""
-        return 4 if self.fix_variance else 6
+        OUT scores): 4 with a fixed variance, 6 with per-example variance, or what ``references`` per sample need
+        (:func:`attacks.references.models_needed`)."""
+        return models_needed(self.references, self.online, 4 if self.fix_variance else 6)
 
     def leave_one_out(self, scores: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float | None = None) -> Any:
         """The efficient evaluation's (M, N) LiRA scores and their ``valid`` mask (:func:`leave_one_out_fits`).
@@ -362,9 +405,18 @@ class LiRA(LeaveOneOutAttack):
                 f"fpc must be left out for a LiRA attack built with fpc=False (it would not be applied), got {fpc!r}; "
                 "build LiRA(fpc=True) to apply it."
             )
-        fits = leave_one_out_fits(
-            scores, member, online=self.online, fix_variance=self.fix_variance, fpc=1.0 if fpc is None else fpc
-        )
+        factor = 1.0 if fpc is None else fpc
+        if self.references is None:
+            fits = leave_one_out_fits(scores, member, online=self.online, fix_variance=self.fix_variance, fpc=factor)
+        else:
+            fits = reference_fits(
+                scores,
+                member,
+                self.references,
+                online=self.online,
+                fix_variance=self.fix_variance,
+                fpc=factor,
+            )
         return lira_scores(scores, fits, online=self.online, offline_test=self.offline_test), fits
 
     def efficient_scores(

@@ -42,8 +42,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from analysis._checks import check_real, check_score_matrix
+from analysis._checks import check_int, check_real, check_score_matrix
 from attacks._base import LeaveOneOutAttack
+from attacks.references import check_references, gather_references, models_needed, per_side
 
 __all__ = [
     "RMIA",
@@ -179,13 +180,15 @@ def leave_one_out_rmia(
     online: bool = False,
     gamma: float = 2.0,
     offline_a: float = 0.3,
+    references: int | None = None,
 ) -> RMIAScores:
     """RMIA in the efficient evaluation: model j, each in turn, is the target of the M − 1 others.
 
     ``confidence`` (M, N) holds model j's logit-scaled confidence φ on pool sample i and ``member`` (M, N) whether
     j trained on i, as for :func:`attacks.lira.leave_one_out_fits`.  For target j the reference models are the
-    others (their IN/OUT counts at i leave j out), the population Z_j is the pool samples j did not train on (the
-    paper's choice), and each sample is scored against Z_j without itself.
+    others (their IN/OUT counts at i leave j out), or with ``references = k`` each sample's first k of them
+    (:mod:`attacks.references`); the population Z_j is the pool samples j did not train on (the paper's choice),
+    and each sample is scored against Z_j without itself.
 
     Returns
     -------
@@ -197,11 +200,19 @@ def leave_one_out_rmia(
     g, a = _check_gamma(gamma), _check_a(offline_a)
     s = special.expit(phi)
     _check_signals(s)
-    own_in, own_out = mask.astype(np.float64), (~mask).astype(np.float64)
-    n_in = mask.sum(axis=0)[None, :] - own_in
-    n_out = (~mask).sum(axis=0)[None, :] - own_out
-    sum_in = np.where(mask, s, 0.0).sum(axis=0)[None, :] - own_in * s
-    sum_out = np.where(~mask, s, 0.0).sum(axis=0)[None, :] - own_out * s
+    if references is None:
+        own_in, own_out = mask.astype(np.float64), (~mask).astype(np.float64)
+        n_in = mask.sum(axis=0)[None, :] - own_in
+        n_out = (~mask).sum(axis=0)[None, :] - own_out
+        sum_in = np.where(mask, s, 0.0).sum(axis=0)[None, :] - own_in * s
+        sum_out = np.where(~mask, s, 0.0).sum(axis=0)[None, :] - own_out * s
+    else:
+        k = per_side(check_int("references", references, low=1), online)
+        n_in, n_out, sum_in, sum_out = (np.zeros_like(s) for _ in range(4))
+        for j in range(s.shape[0]):
+            for side, n_side, sum_side in ((False, n_out, sum_out), (True, n_in, sum_in))[: 2 if online else 1]:
+                values, present = gather_references(s, mask, j, k, side=side)
+                n_side[j], sum_side[j] = present.sum(axis=0), np.where(present, values, 0.0).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_out = sum_out / n_out
         p = 0.5 * (sum_in / n_in + mean_out) if online else (1.0 + a) / 2.0 * mean_out + (1.0 - a) / 2.0
@@ -308,6 +319,10 @@ class RMIA(LeaveOneOutAttack):
     offline_a : float, default=0.3
         a in [0, 1], the offline approximation's slope (the paper's CIFAR-10 value; 0.6 for CIFAR-100, 0.2 for
         Purchase-100).
+    references : int or None, default=None
+        Reference models per sample in the efficient evaluation: offline its first k OUT models, online its first
+        k/2 IN and k/2 OUT (k even), in cyclic model order after the target (:mod:`attacks.references`); ``None``:
+        every other model.
 
     Notes
     -----
@@ -329,22 +344,34 @@ class RMIA(LeaveOneOutAttack):
     online: bool = False
     gamma: float = 2.0
     offline_a: float = 0.3
+    references: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.online, bool):
             raise TypeError(f"online must be true or false, got {self.online!r}.")
         object.__setattr__(self, "gamma", _check_gamma(self.gamma))
         object.__setattr__(self, "offline_a", _check_a(self.offline_a))
+        least = 2 if self.online else 1
+        k = check_references(self.references, online=self.online, least=least, attack="rmia")
+        object.__setattr__(self, "references", k)
 
     def min_models(self) -> int:
-        """4: with two pairs of complementary models every sample has an IN and an OUT reference beside the target."""
-        return 4
+        """4 (two pairs of complementary models give every sample an IN and an OUT reference beside the target), or
+        what ``references`` per sample need (:func:`attacks.references.models_needed`)."""
+        return models_needed(self.references, self.online, 4)
 
     def efficient_scores(
         self, confidence: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float
     ) -> tuple[NDArray[np.float64], NDArray[np.bool_], float]:
         """:func:`leave_one_out_rmia`; RMIA fits no variance, so the finite-population factor is not applied (1.0)."""
-        got = leave_one_out_rmia(confidence, member, online=self.online, gamma=self.gamma, offline_a=self.offline_a)
+        got = leave_one_out_rmia(
+            confidence,
+            member,
+            online=self.online,
+            gamma=self.gamma,
+            offline_a=self.offline_a,
+            references=self.references,
+        )
         return got.scores, got.valid, 1.0
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedRMIA:
