@@ -121,6 +121,20 @@ def _parser() -> argparse.ArgumentParser:
         help="one row per (record, game) of a record-level game instead of per grid point: its metrics, then the "
         "record's values in the data set, named value.<column>",
     )
+    report.add_argument(
+        "--compare",
+        action="store_true",
+        help="the attacks (grid points) side by side on the same targets: pooled AUC, TPR at FPR 1e-3/1e-2/1e-1 "
+        "with realised FPRs, mean per-record AUC, records at risk and those only one attack finds, seconds; with "
+        "--records, those records",
+    )
+    report.add_argument(
+        "--risk",
+        type=float,
+        default=None,
+        metavar="AUC",
+        help="with --compare: the per-record AUC from which a record is at risk (default 0.8)",
+    )
     report.add_argument("--format", choices=TABLE_FORMATS, default="table", help="table format (default: table)")
     report.add_argument(
         "--plot",
@@ -380,6 +394,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.curves and Path(args.curves).suffix.lower() not in (".png", ".pdf"):
         raise ValueError(f"--curves must name a .png or .pdf file, got {args.curves!r}.")
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
+    if args.risk is not None and not args.compare:
+        raise ValueError("--risk needs --compare.")
+    if args.compare:
+        if args.plot or args.curves or args.ladder:
+            raise ValueError("--compare draws nothing: leave out --plot, --curves and --ladder.")
+        from games.compare import compare_attacks
+
+        compared, only = compare_attacks(args.results, risk=0.8 if args.risk is None else args.risk)
+        _write_text(args.output, format_table(only if args.records else compared, args.format))
+        if not args.records:
+            print(
+                f"privgame: {len(only)} records at risk under one attack only (--compare --records lists them)",
+                file=sys.stderr,
+            )
+        return 0
     if args.records and not (args.curves or args.ladder):
         import pandas as pd
 
@@ -457,8 +486,10 @@ def _check_curves(root: str, swept: Sequence[str]) -> None:
     from games.config import stored_games
     from games.store import ResultsStore
 
-    config = ResultsStore(root).manifest().get("config")
-    _, games = stored_games(config if isinstance(config, dict) else {}, tuple(swept))
+    manifest = ResultsStore(root).manifest()
+    config = manifest.get("config")
+    config = config if isinstance(config, dict) else {}
+    _, games = stored_games(config, tuple(swept), attack_points=manifest.get("attack_points"))
     for game in games:
         if type(game).plot_trial is Game.plot_trial:
             raise ValueError(f"game {game.name!r} draws no per-trial curves (--curves is for games such as panoramia).")

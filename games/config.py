@@ -68,6 +68,8 @@ _EXPERIMENT_KEYS = ("name", "seed", "repetitions", "plugins", "description")
 #: the most grid points a config may have (a product of long lists would otherwise be built point by point, for
 #: hours, before anything else could refuse it)
 MAX_GRID_POINTS = 100_000
+#: the most ``[[attack]]`` tables a config may give (each is one attack played on the same targets)
+MAX_ATTACK_TABLES = 64
 #: the most levels of tables and lists a config may nest (a section is level 1; PANORAMIA's ``[attack.classifier]``
 #: with a swept list of layer sizes is 4): a deeper config is a mistake or an attack, and would exhaust Python's
 #: recursion limit in the parser or in the copies of its values
@@ -129,8 +131,12 @@ class ExperimentConfig:
         The ``[analysis]`` settings, with each swept key at its first value (each grid point has its own,
         :attr:`GridPoint.analysis`).
     swept : tuple of str
-        The swept parameters, as ``"section.key"``: the components' in file order, then the analysis'.
+        The swept parameters, as ``"section.key"``: the components' in file order, then the analysis'.  With
+        ``[[attack]]`` tables, ``attack.name`` first and every table's own values and sweeps (a point lacks the keys
+        of the other tables).
     grid : tuple of GridPoint
+        With ``[[attack]]`` tables: each table's points in turn (its game and mechanism sweeps outer, its own
+        sweeps inner).
     raw : dict
         The config as read (a ``[data]`` file's paths made absolute); stored with the results and hashed to
         recognise the same experiment.
@@ -151,6 +157,7 @@ class ExperimentConfig:
     raw: Mapping[str, Any]
     analysis_sweeps: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
     data_source: Any = None
+    attack_points: tuple[int, ...] = ()
 
     @property
     def n_trials(self) -> int:
@@ -358,7 +365,9 @@ def parse_config(
     for section in _SECTIONS:
         if section not in _OPTIONAL_SECTIONS and section not in data:
             raise ConfigError(f"missing section [{section}].")
-        if not isinstance(data.get(section, {}), Mapping):
+        if section == "attack" and isinstance(data[section], list):
+            _check_attack_tables(data[section])
+        elif not isinstance(data.get(section, {}), Mapping):
             raise ConfigError(f"[{section}] must be a table, got {data[section]!r}.")
 
     name, seed, repetitions, plugins = _parse_experiment(data["experiment"])
@@ -367,25 +376,43 @@ def parse_config(
     stored, source = _data_section(data, folder)  # what is stored: [data] resolved, [game] as written
     data = _with_data_name(stored)
 
-    classes: dict[str, type] = {}
-    fixed: dict[str, dict[str, Any]] = {}
-    sweeps: list[tuple[str, str, list[Any]]] = []
-    for section, registry in _COMPONENT_SECTIONS.items():
-        cls, params = _resolve(section, registry, data[section])
-        classes[section] = cls
-        fixed[section], found = _collect(section, cls, params)
-        sweeps += [(section, path, values) for path, values in found]
+    several = isinstance(data["attack"], list)  # [[attack]] tables: each its own attack, all on the same targets
+    variants = []
+    for table in data["attack"] if several else [data["attack"]]:
+        classes: dict[str, type] = {}
+        fixed: dict[str, dict[str, Any]] = {}
+        sweeps: list[tuple[str, str, list[Any]]] = []
+        for section, registry in _COMPONENT_SECTIONS.items():
+            cls, params = _resolve(section, registry, table if section == "attack" else data[section])
+            classes[section] = cls
+            fixed[section], found = _collect(section, cls, params)
+            sweeps += [(section, path, values) for path, values in found]
+        # an [[attack]] table's own fixed values name its points beside its sweeps (nested tables by their name)
+        labels = [k for k, v in fixed["attack"].items() if not isinstance(v, Mapping)] if several else []
+        variants.append((classes, fixed, sweeps, labels))
 
-    _check_grid_size([len(values) for _, _, values in sweeps], data.get("analysis", {}))
-    base, analysis_sweeps, analyses = _parse_analysis(data.get("analysis", {}))
+    analysis_table = data.get("analysis", {})
+    _check_grid_size([[len(values) for _, _, values in v[2]] for v in variants], analysis_table)
+    base, analysis_sweeps, analyses = _parse_analysis(analysis_table)
     grid: list[GridPoint] = []
-    for play, combo in enumerate(itertools.product(*(values for _, _, values in sweeps))):
+    swept_keys: dict[str, None] = {"attack.name": None} if several else {}
+    combos = [
+        (classes, fixed, sweeps, labels, combo)
+        for classes, fixed, sweeps, labels in variants
+        for combo in itertools.product(*(values for _, _, values in sweeps))
+    ]
+    attack_points = tuple(math.prod(len(values) for _, _, values in v[2]) for v in variants) if several else ()
+    for play, (classes, fixed, sweeps, labels, combo) in enumerate(combos):
         params = copy.deepcopy(fixed)
         for (section, key, _), value in zip(sweeps, combo, strict=True):
             _set_path(params[section], key, value)
         built = {section: _build(section, classes[section], params[section]) for section in classes}
         # the values as the components normalised them (e.g. TOML's 1 becomes 1.0 for a float parameter)
         swept_values = {f"{section}.{key}": _get_path(built[section], key) for section, key, _ in sweeps}
+        if several:
+            named = {f"attack.{key}": _get_path(built["attack"], key) for key in labels}
+            swept_values = {"attack.name": built["attack"].name, **named, **swept_values}
+        swept_keys.update(dict.fromkeys(swept_values))
         reason = built["game"].incompatibility(built["mechanism"], built["attack"])
         if reason is not None:
             raise ConfigError(f"incompatible components: {reason}.")
@@ -415,7 +442,8 @@ def parse_config(
         repetitions=n_repetitions,
         plugins=plugins,
         analysis=base,
-        swept=(*(f"{s}.{k}" for s, k, _ in sweeps), *(f"analysis.{k}" for k in analysis_sweeps)),
+        swept=(*swept_keys, *(f"analysis.{k}" for k in analysis_sweeps)),
+        attack_points=attack_points,
         grid=tuple(grid),
         raw=json.loads(json.dumps(stored, default=str)),
         analysis_sweeps=analysis_sweeps,
@@ -526,7 +554,7 @@ def import_plugins(modules: Sequence[str], *, source: str, folder: str | Path | 
 
 
 def stored_games(
-    data: Mapping[str, Any], swept: Sequence[str], data_source: Any = None
+    data: Mapping[str, Any], swept: Sequence[str], data_source: Any = None, attack_points: Any = None
 ) -> tuple[tuple[AnalysisSettings, ...], tuple[Game, ...]]:
     """Every grid point's analysis settings and game of a stored config, importing no plugin.
 
@@ -544,6 +572,9 @@ def stored_games(
     data_source : mapping or None, default=None
         The manifest's ``data_source`` (a ``[data]`` file's description): its data set is put in the catalogue
         from the description alone, so that the games build without the files.
+    attack_points : sequence of int or None, default=None
+        The manifest's ``attack_points``: with ``[[attack]]`` tables, how many (game, mechanism, attack) plays
+        each table made (what tells a table's own sweeps without building its attack).
 
     Returns
     -------
@@ -568,30 +599,45 @@ def stored_games(
             raise ConfigError(str(exc)) from None
     data = _with_data_name(data)
     cls, params = _resolve("game", GAMES, data["game"])
+    several = isinstance(data.get("attack"), list)
+    tables = 1
+    if several:
+        tables = len(data["attack"])
+        if not (isinstance(attack_points, list) and len(attack_points) == tables):
+            raise ConfigError(f"the manifest must give attack_points for the {tables} [[attack]] tables.")
+        if not all(isinstance(n, int) and 1 <= n <= MAX_GRID_POINTS for n in attack_points):
+            raise ConfigError(f"the manifest's attack_points must be counts of plays, got {attack_points!r}.")
     sweeps: list[tuple[str, str, list[Any]]] = []
     for item in swept:
         section, _, key = str(item).partition(".")
-        if section == "analysis":
-            continue  # the analysis sweeps come from [analysis] itself, below
+        if section == "analysis" or (several and section == "attack"):
+            continue  # the analysis sweeps come from [analysis] itself, below; [[attack]]'s from attack_points
         values = _lookup(data.get(section), key)
         if not isinstance(values, list) or not values:
             raise ConfigError(f"swept parameter {item!r} has no list of values in the stored config, got {values!r}.")
         sweeps.append((section, key, values))
     section = data.get("analysis", {})
-    _check_grid_size([len(values) for _, _, values in sweeps], section)
+    points = list(attack_points) if several else [1]
+    _check_grid_size([[*(len(values) for _, _, values in sweeps), n] for n in points], section)
     _, analysis_sweeps, analyses = _parse_analysis(section if isinstance(section, Mapping) else {})
     stored = [f"analysis.{key}" for key in analysis_sweeps]
     if stored != [item for item in swept if str(item).startswith("analysis.")]:
         raise ConfigError(f"the stored [analysis] sweeps {stored}, but the manifest's swept list says {list(swept)}.")
     fixed, _ = _collect("game", cls, params)
-    games = []
+    per_combo = []
     for combo in itertools.product(*(values for _, _, values in sweeps)):
         point = copy.deepcopy(fixed)
         for (section, key, _), value in zip(sweeps, combo, strict=True):
             if section == "game":
                 _set_path(point, key, _freeze(value))
-        game = _build("game", cls, point)
-        games.extend([game] * len(analyses))
+        per_combo.append(_build("game", cls, point))
+    games = []
+    for n in points:  # each [[attack]] table: every game/mechanism combination, its own n plays inside each
+        if several and n % len(per_combo):
+            raise ConfigError(f"the manifest's attack_points {attack_points!r} do not fit the stored sweeps.")
+        inner = n // len(per_combo) if several else 1
+        for game in per_combo:
+            games.extend([game] * (inner * len(analyses)))
     return tuple(analyses) * (len(games) // len(analyses)), tuple(games)
 
 
@@ -634,14 +680,32 @@ def _repetitions(given: int | None, grid: list[GridPoint], label: str) -> int:
     return count
 
 
-def _check_grid_size(sizes: Sequence[int], analysis: Any) -> None:
-    """Refuse a grid of more than :data:`MAX_GRID_POINTS` points before any is built (``sizes``: the component
-    sweeps' lengths; ``analysis``: the ``[analysis]`` table, whose confidence and δ lists multiply them)."""
+def _check_attack_tables(tables: list[Any]) -> None:
+    """``[[attack]]``: between 1 and :data:`MAX_ATTACK_TABLES` tables.
+
+    Raises
+    ------
+    ConfigError
+    """
+    if not tables or len(tables) > MAX_ATTACK_TABLES:
+        raise ConfigError(f"[[attack]] must give 1 to {MAX_ATTACK_TABLES} attack tables, got {len(tables)}.")
+    for i, table in enumerate(tables):
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"[[attack]] entry {i + 1} must be a table, got {table!r}.")
+
+
+def _check_grid_size(sizes: Sequence[Sequence[int]], analysis: Any) -> None:
+    """Refuse a grid of more than :data:`MAX_GRID_POINTS` points before any is built (``sizes``: per attack table,
+    the component sweeps' lengths, whose products add up; ``analysis``: the ``[analysis]`` table, whose confidence
+    and δ lists multiply them)."""
+    extra: list[int] = []
     if isinstance(analysis, Mapping):
-        sizes = [*sizes, *(len(v) for k, v in analysis.items() if k in ANALYSIS_SWEEPS and isinstance(v, list))]
-    total = math.prod(sizes)
+        extra = [len(v) for k, v in analysis.items() if k in ANALYSIS_SWEEPS and isinstance(v, list)]
+    total = sum(math.prod(part) for part in sizes) * math.prod(extra)
     if total > MAX_GRID_POINTS:
-        shown = " × ".join(f"{n:,}" for n in sizes if n > 1)
+        shown = " + ".join(" × ".join(f"{n:,}" for n in part if n > 1) or "1" for part in sizes)
+        shown = f"({shown})" if len(sizes) > 1 else shown
+        shown = " × ".join([shown, *(f"{n:,}" for n in extra if n > 1)])
         raise ConfigError(
             f"the sweeps make {total:,} grid points ({shown}), more than the {MAX_GRID_POINTS:,} a config may have; "
             "sweep fewer values, or split the experiment."

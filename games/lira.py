@@ -17,6 +17,7 @@ pairs' balance holds over the whole set because it holds for each pair.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,10 +31,25 @@ from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keye
 from mechanisms._base import Mechanism
 from mechanisms.cached import cached_release_many
 
-__all__ = ["LiRAGame", "lira_masks"]
+__all__ = ["LiRAGame", "lira_masks", "record_aucs"]
 
 _TAG_POOL, _TAG_MASK, _TAG_MODEL, _TAG_ANALYSIS = (0x9001, 0x3A5C, 0x30DE, 0xA7A1)
 MAX_MODELS = 4096
+
+
+def record_aucs(scores: np.ndarray, member: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Each record's (column's) Mann–Whitney AUC of its valid scores, members against non-members (ties 1/2);
+    NaN where a side has no valid score."""
+    from scipy import stats
+
+    keyed = np.where(valid, scores, np.inf)  # unscored pairs rank last, and are not counted below
+    ranks = stats.rankdata(keyed, axis=0)  # average ranks: a tie counts 1/2
+    n_in = (valid & member).sum(axis=0)
+    n_out = (valid & ~member).sum(axis=0)
+    rank_in = np.where(valid & member, ranks, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = (rank_in - n_in * (n_in + 1) / 2.0) / (n_in * n_out)
+    return np.where((n_in > 0) & (n_out > 0), auc, np.nan)
 
 
 def lira_masks(n_models: int, pool_size: int, entropy: int, repetition: int) -> np.ndarray:
@@ -197,7 +213,9 @@ class LiRAGame(Game):
                 confidence[k] = release.confidence_from_logits(logits, y)
                 correct = logits.argmax(axis=1) == y
                 accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
+        started = time.perf_counter()
         scores, valid, fpc = attack.efficient_scores(confidence, masks, fpc=1.0 - train / self.pool_size)
+        attack_seconds = time.perf_counter() - started
         return TrialOutcome(
             scores=scores.ravel(),
             membership=masks.ravel(),
@@ -209,6 +227,7 @@ class LiRAGame(Game):
                 "train_accuracy": accuracy[0],
                 "test_accuracy": accuracy[1],
                 "fpc": np.array([fpc]),
+                "attack_seconds": np.array([attack_seconds]),
             },
         )
 
@@ -249,6 +268,8 @@ class LiRAGame(Game):
             "train_accuracy": float(np.mean(outcome.arrays["train_accuracy"])),
             "test_accuracy": float(np.mean(outcome.arrays["test_accuracy"])),
             "unscored_pairs": int((~outcome.arrays["valid"].astype(bool)).sum()),
+            # the attack's own work on the trained models' confidences (not the training, which the cache shares)
+            "attack_seconds": float(outcome.arrays["attack_seconds"][0]) if "attack_seconds" in outcome.arrays else 0.0,
             "dropped_pairs_pp": calibrated.n_dropped_pairs,
             "normality_median_p": normality.median_p,
             "normality_share_p_below_0.05": normality.share_below_0_05,
@@ -259,6 +280,24 @@ class LiRAGame(Game):
             row[f"models_needed_{float(f):g}"] = int(needed)
             row[f"naive_sample_fpr_p90_{float(f):g}"] = float(spread)
         return row
+
+    def record_rows(
+        self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
+    ) -> list[dict[str, Any]]:
+        """One row per pool record: its id in the population and its risk, the AUC of the attack's scores on it
+        across the M target models (M/2 trained on it, M/2 not; unscored pairs left out): what
+        ``privgame report --compare`` compares attacks by."""
+        m, n = (int(v) for v in outcome.arrays["shape"])
+        scores = outcome.scores.reshape(m, n)
+        member = outcome.membership.reshape(m, n)
+        valid = outcome.arrays["valid"].astype(bool).reshape(m, n)
+        auc = record_aucs(scores, member, valid)
+        pool = outcome.arrays["pool"]
+        n_in, n_out = (valid & member).sum(axis=0), (valid & ~member).sum(axis=0)
+        return [
+            {"record": int(pool[i]), "game": "lira", "rounds": int(n_in[i] + n_out[i]), "auc": float(auc[i])}
+            for i in range(n)
+        ]
 
     def brief_columns(self) -> tuple[str, ...]:
         """The three numbers with their realised FPRs at each FPR, the AUC, M and the models' accuracies."""

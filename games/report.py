@@ -110,7 +110,7 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *
     swept = tuple(str(s) for s in swept) if isinstance(swept, list) else ()
     unbuilt = None
     try:
-        analyses, games = stored_games(config, swept, manifest.get("data_source"))
+        analyses, games = stored_games(config, swept, manifest.get("data_source"), manifest.get("attack_points"))
     except ConfigError as exc:
         hint = _plugin_hint(named)
         message = f"{root}/manifest.json: " + (f"{str(exc).rstrip('.')}{hint}." if hint else str(exc))
@@ -338,7 +338,17 @@ def plot_problem(root: str) -> str | None:
     """Why the results in ``root`` have no figure to draw, or ``None``: a record game that played one of the two
     games (its figure, each record's model-seeded against its traditional AUC, needs both).  Reads only the
     per-record rows."""
-    return _records_plot_problem(ResultsStore(root).records())
+    return _records_plot_problem(_record_game_rows(ResultsStore(root).records()))
+
+
+def _record_game_rows(records: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the record games (traditional, model-seeded): what their AUC scatter draws; other games' records
+    (the lira game's per-record AUCs) are for ``report --records`` and ``--compare``."""
+    from games.record import GAMES_PLAYED
+
+    if records.empty or "game" not in records.columns:
+        return records
+    return records[records["game"].isin(GAMES_PLAYED)]
 
 
 def _records_plot_problem(records: pd.DataFrame) -> str | None:
@@ -385,7 +395,7 @@ def figure_results(
     from analysis.reporting import figure_lower_bounds
 
     store = ResultsStore(root)
-    records = store.records()
+    records = _record_game_rows(store.records())
     if not records.empty:
         from analysis.record_risk import figure_risk_scatter
 
@@ -493,8 +503,9 @@ def brief_summary(root: str, summary: pd.DataFrame, swept: Sequence[str]) -> tup
     """The summary as a plain table shows it: the swept columns and the game's brief columns
     (``Game.brief_columns``), with how many columns were left out (``--format csv`` has them all).  Reads only the
     manifest (``summary`` came from :func:`summarise_results`, which read the rows)."""
-    config = _table(ResultsStore(root).manifest().get("config"))
-    _, games = stored_games(config, tuple(swept))
+    manifest = ResultsStore(root).manifest()
+    config = _table(manifest.get("config"))
+    _, games = stored_games(config, tuple(swept), attack_points=manifest.get("attack_points"))
     brief = games[0].brief_columns() if games else None
     from analysis.reporting import estimator_labels_of
 
@@ -548,8 +559,10 @@ def _context(store: ResultsStore) -> str:
     config = _table(store.manifest().get("config"))
     game = _table(config.get("game")).get("name", "?")
     mechanism = _table(config.get("mechanism")).get("name", "?")
-    attack = _table(config.get("attack")).get("name", "?")
-    return printable(f"game {game}, mechanism {mechanism}, attack {attack}")
+    tables = config.get("attack")
+    names = [_table(t).get("name", "?") for t in (tables if isinstance(tables, list) else [tables])]
+    attack = ", ".join(dict.fromkeys(str(n) for n in names))
+    return printable(f"game {game}, mechanism {mechanism}, attack{'s' if len(names) > 1 else ''} {attack}")
 
 
 def ladder_context(root: str) -> tuple[str, str]:

@@ -514,6 +514,7 @@ def run_manifest(
         "repetition_blocks": list(blocks or (config.repetitions,)),
         "n_trials": config.n_trials,
         "swept": list(config.swept),
+        **({"attack_points": list(config.attack_points)} if config.attack_points else {}),
         "grid": [
             {
                 "index": p.index,

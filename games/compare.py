@@ -1,0 +1,156 @@
+"""Attacks side by side on the same targets: ``privgame report DIR --compare``.
+
+A config with several ``[[attack]]`` tables (or a swept attack parameter) plays each attack on the same targets
+and models: the games draw them from the repetition's seed alone, and the artefact cache trains each model or
+generator run once.  This module reads such a results directory and puts the attacks next to each other, one
+row per (grid point, game played):
+
+- ``auc_pooled``: the ROC AUC of every scored (target, round) pair pooled; ``tpr_<f>`` / ``fpr_<f>``: the largest
+  TPR at a realised FPR ≤ f over all thresholds of the pooled scores, and that realised FPR;
+- ``auc_record_mean``: the mean per-record risk (each record's AUC: over its rounds in the record games, over the
+  M target models in the ``lira`` game);
+- ``at_risk``: the records whose AUC is at least ``risk``; ``only_this``: those of them that no other grid point
+  finds at that risk (same repetition, record and game);
+- ``seconds``: the trials' wall time (the first attack to need a model or generator run pays for it, the others
+  read it from the cache); ``attack_seconds``: where the game times it, the attack's own work.
+
+Grid points that differ only in the analysis (one play) are compared once, by their first point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis._checks import check_real
+from analysis.calibration import pooled_auc
+from analysis.record_risk import tpr_at_fpr
+from games.store import ResultsStore, StoreError
+
+__all__ = ["COMPARE_FPRS", "compare_attacks"]
+
+#: the FPRs of the comparison's TPR columns
+COMPARE_FPRS = (1e-3, 1e-2, 1e-1)
+
+
+def _groups(outcome: Any) -> dict[str, np.ndarray]:
+    """The outcome's scored pairs by the game played: the record games' codes, else one group."""
+    scored = np.ones(outcome.scores.shape, dtype=bool)
+    if "valid" in outcome.arrays:
+        scored = np.asarray(outcome.arrays["valid"], dtype=bool).ravel()
+    if "game" in outcome.arrays and "record" in outcome.arrays:
+        from games.record import GAMES_PLAYED
+
+        codes = np.asarray(outcome.arrays["game"])
+        return {GAMES_PLAYED[int(c)]: scored & (codes == c) for c in np.unique(codes)}
+    return {"": scored}
+
+
+def compare_attacks(
+    root: str, *, risk: float = 0.8, fprs: Sequence[float] = COMPARE_FPRS
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The attacks of a results directory side by side (see the module docstring).
+
+    Parameters
+    ----------
+    root : str
+        A results directory written by ``privgame run``.
+    risk : float, default=0.8
+        The per-record AUC from which a record counts as at risk, in (0.5, 1].
+    fprs : sequence of float, default=(0.001, 0.01, 0.1)
+        The FPRs of the TPR columns, each in (0, 1).
+
+    Returns
+    -------
+    table : DataFrame
+        One row per (play, game played): ``grid_point``, the swept values, then the columns of the module
+        docstring.
+    only : DataFrame
+        The records at risk under one grid point only: ``grid_point`` and its swept values, ``game``,
+        ``repetition``, ``record``, ``auc`` and ``best_other_auc`` (the highest AUC any other grid point gives
+        that record).
+
+    Raises
+    ------
+    StoreError
+        If ``root`` has no finished trials, or no per-record results (games without them cannot be compared by
+        record).
+    ValueError
+        For a ``risk`` or an FPR out of range.
+    """
+    threshold = check_real("risk", risk, low=0.5, high=1.0, low_open=True)
+    rates = tuple(check_real("fpr", f, low=0.0, high=1.0, low_open=True, high_open=True) for f in fprs)
+    store = ResultsStore(root)
+    manifest = store.manifest()
+    rows = store.rows()
+    records = store.records()
+    if rows.empty:
+        raise StoreError(f"{root!r} has no finished trials to compare.")
+    if records.empty:
+        raise StoreError(f"{root!r} holds no per-record results: --compare needs a game that stores them.")
+    swept = [str(s) for s in manifest.get("swept", []) if not str(s).startswith("analysis.")]
+    grid = manifest.get("grid", [])
+    first: dict[tuple[Any, ...], int] = {}
+    for point in sorted(int(g) for g in rows["grid_point"].unique()):
+        params = grid[point]["params"] if point < len(grid) else {}
+        first.setdefault(tuple(str(params.get(k)) for k in swept), point)
+    points = sorted(first.values())
+    repetition = dict(zip(rows["trial"].astype(int), rows["repetition"].astype(int), strict=True))
+    records = records[records["grid_point"].isin(points)].assign(
+        repetition=lambda r: [repetition.get(int(t), -1) for t in r["trial"]]
+    )
+    keyed = records.set_index(["grid_point", "game", "repetition", "record"])["auc"].astype(float)
+    at_risk = keyed[keyed >= threshold]
+    table, only = [], []
+    for point in points:
+        labels = {k: grid[point]["params"].get(k) for k in swept}
+        trials = rows[rows["grid_point"] == point]
+        pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+        for trial in trials["trial"].astype(int):
+            outcome = store.load_outcome(trial)
+            for game, scored in _groups(outcome).items():
+                scores, labels_of = pooled.setdefault(game, ([], []))
+                scores.append(np.asarray(outcome.scores, dtype=np.float64)[scored])
+                labels_of.append(np.asarray(outcome.membership, dtype=bool)[scored])
+        for game, (parts, members) in pooled.items():
+            s, b = np.concatenate(parts), np.concatenate(members)
+            mine = keyed.xs(point, level="grid_point")
+            if game:
+                mine = mine[mine.index.get_level_values("game") == game]
+            mine_at_risk = mine[mine >= threshold]
+            others = at_risk.drop(point, level="grid_point", errors="ignore")
+            other_keys = {key[1:] for key in others.index}  # (game, repetition, record)
+            alone = [key for key in mine_at_risk.index if key not in other_keys]
+            row: dict[str, Any] = {"grid_point": point, **labels}
+            row["game"] = game or str(mine.index.get_level_values("game")[0])
+            row["auc_pooled"] = pooled_auc(s, b) if b.any() and (~b).any() else float("nan")
+            for f in rates:
+                row[f"tpr_{f:g}"], row[f"fpr_{f:g}"] = tpr_at_fpr(s, b, f)
+            row["auc_record_mean"] = float(mine.mean())
+            row["records"] = int(mine.size)
+            row["at_risk"] = int(mine_at_risk.size)
+            row["only_this"] = len(alone)
+            row["trials"] = len(trials)
+            row["seconds"] = float(trials["seconds"].sum())
+            if "attack_seconds" in trials:
+                row["attack_seconds"] = float(trials["attack_seconds"].sum())
+            table.append(row)
+            everyone = keyed.drop(point, level="grid_point")
+            for key in alone:
+                game_key, rep, record = key
+                best = everyone.xs((game_key, rep, record), level=("game", "repetition", "record"))
+                only.append(
+                    {
+                        "grid_point": point,
+                        **labels,
+                        "game": game_key,
+                        "repetition": rep,
+                        "record": record,
+                        "auc": float(mine_at_risk[key]),
+                        "best_other_auc": float(best.max()) if best.size else float("nan"),
+                    }
+                )
+    return pd.DataFrame(table), pd.DataFrame(only)
