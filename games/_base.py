@@ -185,10 +185,14 @@ class TrialContext:
         Where expensive artefacts (generator runs, shadow tables) are cached by content; ``None``: no cache.
     progress : callable or None, default=None
         Called with the number of mechanism runs just finished (for the "runs" progress line).
+    timings : dict of str to float
+        Seconds a game spent on named parts of the trial (``"attack"``: the attack's own work), stored beside the
+        trial's ``seconds`` as ``seconds_<name>``; wall times, kept out of the outcome, which a seed determines.
     """
 
     cache: ArtefactCache | None = None
     progress: Callable[[int], None] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
 
     def advance(self, k: int) -> None:
         """Report ``k`` finished mechanism runs."""

@@ -12,7 +12,8 @@ row per (grid point, game played):
 - ``at_risk``: the records whose AUC is at least ``risk``; ``only_this``: those of them that no other grid point
   finds at that risk (same repetition, record and game);
 - ``seconds``: the trials' wall time (the first attack to need a model or generator run pays for it, the others
-  read it from the cache); ``attack_seconds``: where the game times it, the attack's own work.
+  read it from the cache); ``seconds_attack``: where the game times it (``TrialContext.timings``), the attack's
+  own work.
 
 Grid points that differ only in the analysis (one play) are compared once, by their first point.
 """
@@ -135,8 +136,8 @@ def compare_attacks(
             row["only_this"] = len(alone)
             row["trials"] = len(trials)
             row["seconds"] = float(trials["seconds"].sum())
-            if "attack_seconds" in trials:
-                row["attack_seconds"] = float(trials["attack_seconds"].sum())
+            if "seconds_attack" in trials:
+                row["seconds_attack"] = float(trials["seconds_attack"].sum())
             table.append(row)
             everyone = keyed.drop(point, level="grid_point")
             for key in alone:

@@ -215,7 +215,8 @@ class LiRAGame(Game):
                 accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
         started = time.perf_counter()
         scores, valid, fpc = attack.efficient_scores(confidence, masks, fpc=1.0 - train / self.pool_size)
-        attack_seconds = time.perf_counter() - started
+        if context is not None:
+            context.timings["attack"] = time.perf_counter() - started
         return TrialOutcome(
             scores=scores.ravel(),
             membership=masks.ravel(),
@@ -227,7 +228,6 @@ class LiRAGame(Game):
                 "train_accuracy": accuracy[0],
                 "test_accuracy": accuracy[1],
                 "fpc": np.array([fpc]),
-                "attack_seconds": np.array([attack_seconds]),
             },
         )
 
@@ -268,8 +268,6 @@ class LiRAGame(Game):
             "train_accuracy": float(np.mean(outcome.arrays["train_accuracy"])),
             "test_accuracy": float(np.mean(outcome.arrays["test_accuracy"])),
             "unscored_pairs": int((~outcome.arrays["valid"].astype(bool)).sum()),
-            # the attack's own work on the trained models' confidences (not the training, which the cache shares)
-            "attack_seconds": float(outcome.arrays["attack_seconds"][0]) if "attack_seconds" in outcome.arrays else 0.0,
             "dropped_pairs_pp": calibrated.n_dropped_pairs,
             "normality_median_p": normality.median_p,
             "normality_share_p_below_0.05": normality.share_below_0_05,

@@ -356,6 +356,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "attacks.density:DensityRatio",
             "Score = log of the synthetic data's kernel density at the target over the auxiliary data's.",
         ),
+        "ensemble": Builtin(
+            "attacks.ensemble:Ensemble",
+            "TAPAS counts (eq and ge), Groundhog, distances and the density ratio into one shadow classifier.",
+        ),
         "rmia": Builtin(
             "attacks.rmia:RMIA",
             "RMIA (Zarifzadeh et al. 2024): the target model's likelihood ratio against population samples.",

@@ -327,6 +327,7 @@ def _play_and_analyse(
             done.append(_failed(p, t, _error_text(exc), trace, played + time.perf_counter() - begin))
             continue
         row = trial_row(p, t, e, metrics, played + time.perf_counter() - begin)
+        row.update({f"seconds_{name}": float(value) for name, value in context.timings.items()})
         done.append(_Attempt(t.index, row, outcome, records))
     return dataclasses.replace(done[0], siblings=tuple(done[1:]))
 

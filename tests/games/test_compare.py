@@ -167,7 +167,7 @@ def test_the_comparison_puts_every_attack_side_by_side(compared):
         "at_risk",
         "only_this",
         "seconds",
-        "attack_seconds",
+        "seconds_attack",
         "auc_record_mean",
     } <= set(table.columns)
     store = ResultsStore(compared)

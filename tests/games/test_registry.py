@@ -33,8 +33,8 @@ def test_builtins_registered():
         "randomized-response", "sklearn", "synthpop"
     ]  # fmt: skip
     assert ATTACKS.names() == [
-        "classifier-mia", "closest-distance", "density-ratio", "exact-copies", "groundhog", "identity", "lira",
-        "negative-loss", "rmia", "tapas-queries"
+        "classifier-mia", "closest-distance", "density-ratio", "ensemble", "exact-copies", "groundhog", "identity",
+        "lira", "negative-loss", "rmia", "tapas-queries"
     ]  # fmt: skip
     assert MECHANISMS.get("randomized-response") is RandomizedResponse
 

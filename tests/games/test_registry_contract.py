@@ -9,6 +9,7 @@ from __future__ import annotations
 from attacks import ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
 from attacks.classifier import ClassifierMIA
 from attacks.density import DensityRatio
+from attacks.ensemble import Ensemble
 from attacks.lira import LiRA
 from attacks.rmia import RMIA
 from games import MultiRunGame, OneRunGame
@@ -71,6 +72,7 @@ EXAMPLES = {
     ("attack", "lira"): LiRA(n_shadows=4),
     ("attack", "rmia"): RMIA(),
     ("attack", "density-ratio"): DensityRatio(n_shadows=4),
+    ("attack", "ensemble"): Ensemble(n_shadows=4, n_estimators=5),
     ("attack", "classifier-mia"): ClassifierMIA(classifier=GradientBoostedTrees(max_iter=5)),
     ("attack", "tapas-queries"): CountingQueries(n_shadows=4, n_estimators=5),
     ("attack", "groundhog"): Groundhog(n_shadows=4, n_estimators=5),
