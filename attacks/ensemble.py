@@ -44,7 +44,7 @@ from attacks.distance import mixed_distances
 from attacks.groundhog import groundhog_features
 from attacks.knowledge import Knowledge, require_knowledge
 from attacks.queries import CountingQueries
-from attacks.shadow import ShadowClassifier, attack_streams, check_forest_params
+from attacks.shadow import check_forest_params, fit_featurised
 
 __all__ = ["ENSEMBLE_FEATURES", "Ensemble"]
 
@@ -169,9 +169,4 @@ class Ensemble(Attack):
         return featurise
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
-        knowledge = require_knowledge(knowledge, self.name)
-        shadow_seed, feature_seed, forest_seed = attack_streams(rng, 3)
-        featurise = self.featuriser(knowledge, rng=np.random.default_rng(feature_seed))
-        return ShadowClassifier.from_shadows(
-            knowledge, featurise, self, shadow_seed=shadow_seed, forest_seed=forest_seed
-        )
+        return fit_featurised(self, require_knowledge(knowledge, self.name), rng)

@@ -23,7 +23,7 @@ from analysis._checks import check_int
 from attacks._base import Attack, FittedAttack
 from attacks._tables import TableSchema
 from attacks.knowledge import Knowledge, require_knowledge
-from attacks.shadow import ShadowClassifier, attack_streams, check_forest_params
+from attacks.shadow import check_forest_params, fit_featurised
 
 __all__ = ["MAX_ALL_SUBSETS_COLUMNS", "CountingQueries", "match_masks", "sample_subsets", "superset_counts"]
 
@@ -217,9 +217,4 @@ class CountingQueries(Attack):
         return featurise
 
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
-        knowledge = require_knowledge(knowledge, self.name)
-        shadow_seed, feature_rng, forest_seed = attack_streams(rng, 3)
-        featurise = self.featuriser(knowledge, rng=np.random.default_rng(feature_rng))
-        return ShadowClassifier.from_shadows(
-            knowledge, featurise, self, shadow_seed=shadow_seed, forest_seed=forest_seed
-        )
+        return fit_featurised(self, require_knowledge(knowledge, self.name), rng)

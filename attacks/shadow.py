@@ -69,6 +69,14 @@ def attack_streams(rng: np.random.Generator, n: int) -> list[np.random.SeedSeque
     return np.random.SeedSequence(int(rng.integers(2**63))).spawn(n)
 
 
+def fit_featurised(attack: Any, knowledge: Knowledge, rng: np.random.Generator) -> ShadowClassifier:
+    """Fit an attack whose ``featuriser(knowledge, rng=...)`` gives a release's features: streams 0 (the shadows),
+    1 (the featuriser's own draws) and 2 (the forest) of :func:`attack_streams`."""
+    shadow_seed, feature_seed, forest_seed = attack_streams(rng, 3)
+    featurise = attack.featuriser(knowledge, rng=np.random.default_rng(feature_seed))
+    return ShadowClassifier.from_shadows(knowledge, featurise, attack, shadow_seed=shadow_seed, forest_seed=forest_seed)
+
+
 def shadow_dataset(
     knowledge: Knowledge, i: int, *, seed: np.random.SeedSequence, target: int = 0
 ) -> tuple[pd.DataFrame, int, np.random.SeedSequence]:

@@ -20,3 +20,22 @@ def _data_set_catalogue_restored():
     yield
     _CATALOGUE.clear()
     _CATALOGUE.update(before)
+
+
+@pytest.fixture
+def run_refused(tmp_path, capsys):
+    """``run_refused(text, *needles)``: ``privgame run`` on the config ``text`` exits 2 with one line on stderr that
+    holds every needle, and makes no results directory; returns that line."""
+    from games.cli import main
+
+    def check(text: str, *needles: str) -> str:
+        config = tmp_path / "refused.toml"
+        config.write_text(text)
+        out = tmp_path / "refused-out"
+        assert main(["run", str(config), "--out", str(out), "--no-progress"]) == 2
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(lines) == 1 and all(n in lines[0] for n in needles), lines
+        assert not out.exists()
+        return lines[0]
+
+    return check

@@ -156,17 +156,11 @@ def test_models_needed_follow_the_references_per_side():
         ('name = "rmia"\nreferences = "4"', 8, "references"),
     ],
 )
-def test_bad_references_in_a_config_are_one_line_with_exit_status_2(attack, n_models, message, tmp_path, capsys):
-    from games.cli import main
-
-    config = tmp_path / "c.toml"
-    config.write_text(
+def test_bad_references_in_a_config_are_one_line_with_exit_status_2(attack, n_models, message, run_refused):
+    run_refused(
         '[experiment]\nname = "r"\nseed = 1\nrepetitions = 1\n'
         f'[game]\nname = "lira"\ndata = "adult"\npool_size = 200\nn_models = {n_models}\n'
         '[mechanism]\nname = "logistic-regression"\nepochs = 1\n'
-        f"[attack]\n{attack}\n"
+        f"[attack]\n{attack}\n",
+        message,
     )
-    assert main(["run", str(config), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert len(lines) == 1 and message in lines[0], lines
-    assert not (tmp_path / "out").exists()
