@@ -135,6 +135,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="AUC",
         help="with --compare: the per-record AUC from which a record is at risk (default 0.8)",
     )
+    report.add_argument(
+        "--baseline",
+        type=int,
+        default=None,
+        metavar="POINT",
+        help="with --compare: each attack against grid point POINT on the same rounds, per game the mean AUC "
+        "difference over the records with its interval (with --records: every record's paired difference)",
+    )
     report.add_argument("--format", choices=TABLE_FORMATS, default="table", help="table format (default: table)")
     report.add_argument(
         "--plot",
@@ -394,12 +402,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.curves and Path(args.curves).suffix.lower() not in (".png", ".pdf"):
         raise ValueError(f"--curves must name a .png or .pdf file, got {args.curves!r}.")
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
-    if args.risk is not None and not args.compare:
-        raise ValueError("--risk needs --compare.")
+    if (args.risk is not None or args.baseline is not None) and not args.compare:
+        raise ValueError(f"{'--risk' if args.risk is not None else '--baseline'} needs --compare.")
     if args.compare:
         if args.plot or args.curves or args.ladder:
             raise ValueError("--compare draws nothing: leave out --plot, --curves and --ladder.")
-        from games.compare import compare_attacks
+        from games.compare import compare_attacks, record_differences
+
+        if args.baseline is not None:
+            if args.risk is not None:
+                raise ValueError("--risk and --baseline are separate comparisons: give one.")
+            differences, summary = record_differences(args.results, args.baseline)
+            _write_text(args.output, format_table(differences if args.records else summary, args.format))
+            return 0
 
         compared, only = compare_attacks(args.results, risk=0.8 if args.risk is None else args.risk)
         _write_text(args.output, format_table(only if args.records else compared, args.format))

@@ -16,6 +16,10 @@ row per (grid point, game played):
   own work.
 
 Grid points that differ only in the analysis (one play) are compared once, by their first point.
+
+:func:`record_differences` (``report --compare --baseline N``) pairs each attack with a baseline record by record:
+the difference of their AUCs on the same rounds (the same models, in the ``lira`` game), with a paired bootstrap
+interval (:func:`analysis.record_risk.auc_difference_interval`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from analysis.calibration import pooled_auc
 from analysis.record_risk import tpr_at_fpr
 from games.store import ResultsStore, StoreError
 
-__all__ = ["COMPARE_FPRS", "compare_attacks"]
+__all__ = ["COMPARE_FPRS", "compare_attacks", "record_differences"]
 
 #: the FPRs of the comparison's TPR columns
 COMPARE_FPRS = (1e-3, 1e-2, 1e-1)
@@ -155,3 +159,142 @@ def compare_attacks(
                     }
                 )
     return pd.DataFrame(table), pd.DataFrame(only)
+
+
+def _record_rounds(outcome: Any) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+    """Each (game played, record) of an outcome: its rounds' scores and secrets (the record games: the trial's
+    target; the ``lira`` game: each pool record's scored pairs over the M models)."""
+    scores = np.asarray(outcome.scores, dtype=np.float64)
+    member = np.asarray(outcome.membership, dtype=bool)
+    if "record" in outcome.arrays and "game" in outcome.arrays:
+        from games.record import GAMES_PLAYED
+
+        record = int(outcome.arrays["record"][0])
+        codes = np.asarray(outcome.arrays["game"])
+        return {(GAMES_PLAYED[int(c)], record): (scores[codes == c], member[codes == c]) for c in np.unique(codes)}
+    if "shape" in outcome.arrays and "pool" in outcome.arrays:
+        m, n = (int(v) for v in outcome.arrays["shape"])
+        valid = np.asarray(outcome.arrays.get("valid", np.ones(m * n, dtype=bool)), dtype=bool).reshape(m, n)
+        s, b = scores.reshape(m, n), member.reshape(m, n)
+        pool = np.asarray(outcome.arrays["pool"])
+        return {("lira", int(pool[i])): (s[valid[:, i], i], b[valid[:, i], i]) for i in range(n)}
+    raise StoreError(
+        "--baseline pairs records of the record games and the lira game; this game stores no rounds per record."
+    )
+
+
+def record_differences(
+    root: str, baseline: int, *, confidence: float = 0.95, n_boot: int = 1000
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each attack against the ``baseline`` grid point, record by record, on the same rounds.
+
+    Parameters
+    ----------
+    root : str
+        A results directory of several attacks (``[[attack]]`` tables or an attack sweep).
+    baseline : int
+        The grid point the others are compared with.
+    confidence : float, default=0.95
+        Of every interval.
+    n_boot : int, default=1000
+        Paired bootstrap replicates per record.
+
+    Returns
+    -------
+    records : DataFrame
+        Per (grid point, game, repetition, record): ``auc``, ``baseline_auc``, ``difference`` and its paired
+        interval ``low``/``high``.
+    summary : DataFrame
+        Per (grid point, game): the mean difference over the records with a t interval, and how many records'
+        intervals lie wholly above 0 (``higher``) and wholly below (``lower``).
+
+    Raises
+    ------
+    StoreError
+        If ``baseline`` is not a finished grid point, or two attacks did not play the same rounds of a record.
+    """
+    from scipy import stats
+
+    from analysis._checks import check_confidence, check_int
+    from analysis.record_risk import auc, auc_difference_interval
+
+    level = check_confidence(confidence)
+    replicates = check_int("n_boot", n_boot, low=1, high=1_000_000)
+    store = ResultsStore(root)
+    manifest = store.manifest()
+    rows = store.rows()
+    points = sorted(int(g) for g in rows["grid_point"].unique()) if not rows.empty else []
+    if baseline not in points:
+        raise StoreError(
+            f"--baseline must be a finished grid point of {root!r} ({', '.join(map(str, points))}), got {baseline}."
+        )
+    swept = [str(s) for s in manifest.get("swept", []) if not str(s).startswith("analysis.")]
+    grid = manifest.get("grid", [])
+
+    def trials_of(point: int) -> dict[int, int]:
+        mine = rows[rows["grid_point"] == point]
+        return dict(zip(mine["repetition"].astype(int), mine["trial"].astype(int), strict=True))
+
+    base_trials = trials_of(baseline)
+    base_rounds = {rep: _record_rounds(store.load_outcome(t)) for rep, t in base_trials.items()}
+    out = []
+    for point in points:
+        if point == baseline:
+            continue
+        labels = {k: grid[point]["params"].get(k) for k in swept}
+        for rep, trial in trials_of(point).items():
+            if rep not in base_rounds:
+                continue
+            for key, (scores, secret) in _record_rounds(store.load_outcome(trial)).items():
+                if key not in base_rounds[rep]:
+                    continue
+                base_scores, base_secret = base_rounds[rep][key]
+                if not np.array_equal(secret, base_secret):
+                    raise StoreError(
+                        f"grid points {point} and {baseline} did not play the same rounds of record {key[1]} "
+                        f"({key[0]}): a paired difference needs them."
+                    )
+                if secret.all() or not secret.any():
+                    continue
+                rng = np.random.default_rng([baseline, point, rep, key[1]])
+                diff, low, high = auc_difference_interval(
+                    scores, base_scores, secret, confidence=level, n_boot=replicates, rng=rng
+                )
+                out.append(
+                    {
+                        "grid_point": point,
+                        **labels,
+                        "game": key[0],
+                        "repetition": rep,
+                        "record": key[1],
+                        "auc": auc(scores, secret),
+                        "baseline_auc": auc(base_scores, secret),
+                        "difference": diff,
+                        "low": low,
+                        "high": high,
+                    }
+                )
+    records = pd.DataFrame(out)
+    summary = []
+    if not records.empty:
+        for (at, game), part in records.groupby(["grid_point", "game"], sort=True):
+            d = part["difference"].to_numpy(dtype=float)
+            half = (
+                float(stats.t.ppf(0.5 + level / 2.0, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
+                if d.size > 1
+                else float("nan")
+            )
+            summary.append(
+                {
+                    "grid_point": at,
+                    **{k: grid[int(str(at))]["params"].get(k) for k in swept},
+                    "game": game,
+                    "records": d.size,
+                    "mean_difference": float(d.mean()),
+                    "low": float(d.mean()) - half,
+                    "high": float(d.mean()) + half,
+                    "higher": int((part["low"] > 0).sum()),
+                    "lower": int((part["high"] < 0).sum()),
+                }
+            )
+    return records, pd.DataFrame(summary)

@@ -241,3 +241,66 @@ def test_compare_needs_per_record_results(tmp_path, capsys):
     capsys.readouterr()
     assert cli(["report", str(tmp_path / "q"), "--compare"]) == 2
     assert "holds no per-record results" in capsys.readouterr().err
+
+
+def test_record_differences_pair_each_attack_with_the_baseline_on_the_same_models(compared):
+    from analysis.record_risk import auc
+    from games.compare import record_differences
+    from games.store import ResultsStore
+
+    records, summary = record_differences(str(compared), 2, n_boot=50)
+    assert sorted(records["grid_point"].unique()) == [0, 1, 3, 4]
+    store = ResultsStore(compared)
+    base, other = store.load_outcome(2), store.load_outcome(3)
+    m, n = (int(v) for v in base.arrays["shape"])
+    member = base.membership.reshape(m, n)
+    mine = records[records["grid_point"] == 3].set_index("record")
+    for i in (0, 5, n - 1):
+        record = int(base.arrays["pool"][i])
+        a, b = other.scores.reshape(m, n)[:, i], base.scores.reshape(m, n)[:, i]
+        expected = auc(a, member[:, i]) - auc(b, member[:, i])
+        assert mine.loc[record, "difference"] == pytest.approx(expected, abs=1e-12)
+        assert mine.loc[record, "low"] <= mine.loc[record, "difference"] <= mine.loc[record, "high"]
+    row = summary[summary["grid_point"] == 3].iloc[0]
+    assert row["mean_difference"] == pytest.approx(mine["difference"].mean())
+    assert row["higher"] == int((mine["low"] > 0).sum()) and row["lower"] == int((mine["high"] < 0).sum())
+
+
+def test_record_differences_refuse_other_rounds_and_an_unknown_baseline(compared, monkeypatch):
+    import dataclasses
+
+    from games.compare import record_differences
+    from games.store import ResultsStore, StoreError
+
+    with pytest.raises(StoreError, match="must be a finished grid point"):
+        record_differences(str(compared), 99)
+    load = ResultsStore.load_outcome
+
+    def other_rounds(self, trial):  # grid point 3 played other secrets than the baseline's
+        outcome = load(self, trial)
+        return dataclasses.replace(outcome, membership=~outcome.membership) if trial == 3 else outcome
+
+    monkeypatch.setattr(ResultsStore, "load_outcome", other_rounds)
+    with pytest.raises(StoreError, match="did not play the same rounds"):
+        record_differences(str(compared), 2, n_boot=20)
+
+
+def test_report_compare_baseline_prints_the_summary_or_the_records(compared, capsys):
+    import io
+
+    import pandas as pd
+
+    assert main(["report", str(compared), "--compare", "--baseline", "2", "--format", "csv"]) == 0
+    summary = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert {"mean_difference", "low", "high", "higher", "lower"} <= set(summary.columns) and len(summary) == 4
+    assert main(["report", str(compared), "--compare", "--baseline", "2", "--records", "--format", "csv"]) == 0
+    records = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(records) == 4 * 300
+    for args, message in (
+        (["--baseline", "2"], "--baseline needs --compare"),
+        (["--compare", "--baseline", "2", "--risk", "0.9"], "give one"),
+        (["--compare", "--baseline", "7"], "must be a finished grid point"),
+    ):
+        assert main(["report", str(compared), *args]) == 2
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(lines) == 1 and message in lines[0], lines
