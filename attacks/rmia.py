@@ -46,6 +46,10 @@ from analysis._checks import check_int, check_real, check_score_matrix
 from attacks._base import LeaveOneOutAttack
 from attacks.references import check_references, gather_references, models_needed, per_side
 
+_TAG_POPULATION = 0x2A7E
+#: the most population samples a score may compare against
+MAX_POPULATION = 10**8  # the stream of the population samples' draw in the efficient evaluation
+
 __all__ = [
     "RMIA",
     "FittedRMIA",
@@ -181,6 +185,7 @@ def leave_one_out_rmia(
     gamma: float = 2.0,
     offline_a: float = 0.3,
     references: int | None = None,
+    population_size: int | None = None,
 ) -> RMIAScores:
     """RMIA in the efficient evaluation: model j, each in turn, is the target of the M − 1 others.
 
@@ -188,6 +193,7 @@ def leave_one_out_rmia(
     j trained on i, as for :func:`attacks.lira.leave_one_out_fits`.  For target j the reference models are the
     others (their IN/OUT counts at i leave j out), or with ``references = k`` each sample's first k of them
     (:mod:`attacks.references`); the population Z_j is the pool samples j did not train on (the paper's choice),
+    or ``population_size`` of them drawn without replacement by a stream of their own (:func:`population_draw`),
     and each sample is scored against Z_j without itself.
 
     Returns
@@ -220,14 +226,29 @@ def leave_one_out_rmia(
     valid &= np.where(valid, p, 0.0) > 0.0  # online, every reference may give an exact 0 (a forest's probability)
     ratio = np.where(valid, s / np.where(valid, p, 1.0), 0.0)
     scores = np.zeros_like(s)
+    size_z = None if population_size is None else check_int("population_size", population_size, low=1)
     for j in range(s.shape[0]):
         population = ~mask[j] & valid[j]
+        if size_z is not None:
+            population = population_draw(population, size_z, np.random.default_rng([_TAG_POPULATION, j]))
         ratio_z = np.sort(ratio[j, population])
         count = _dominated(ratio[j], ratio_z, g)  # γ ≥ 1: a sample never dominates itself
         size = population.sum() - population  # Z_j without the sample itself
         valid[j] &= size > 0
         scores[j] = np.where(valid[j], count / np.maximum(size, 1), 0.0)
     return RMIAScores(scores=scores, valid=np.asarray(valid, dtype=bool))
+
+
+def population_draw(population: NDArray[np.bool_], size: int, rng: np.random.Generator) -> NDArray[np.bool_]:
+    """``size`` of the ``population`` samples (a mask), drawn without replacement; all of them when there are no
+    more.  The efficient evaluation draws target model j's with the stream ``[_TAG_POPULATION, j]``: the same
+    samples for every attack played on the same models."""
+    chosen = np.flatnonzero(population)
+    if chosen.size <= size:
+        return population
+    out = np.zeros_like(population)
+    out[rng.choice(chosen, size=size, replace=False)] = True
+    return out
 
 
 # --------------------------------------------------------------------------------------------- the attack
@@ -323,6 +344,9 @@ class RMIA(LeaveOneOutAttack):
         Reference models per sample in the efficient evaluation: offline its first k OUT models, online its first
         k/2 IN and k/2 OUT (k even), in cyclic model order after the target (:mod:`attacks.references`); ``None``:
         every other model.
+    population_size : int or None, default=None
+        How many population samples z each score compares against: a draw without replacement from the target
+        model's non-members (efficient evaluation) or the knowledge's population (fitted); ``None``: all.
 
     Notes
     -----
@@ -345,6 +369,7 @@ class RMIA(LeaveOneOutAttack):
     gamma: float = 2.0
     offline_a: float = 0.3
     references: int | None = None
+    population_size: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.online, bool):
@@ -354,6 +379,9 @@ class RMIA(LeaveOneOutAttack):
         least = 2 if self.online else 1
         k = check_references(self.references, online=self.online, least=least, attack="rmia")
         object.__setattr__(self, "references", k)
+        if self.population_size is not None:
+            size = check_int("population_size", self.population_size, low=1, high=MAX_POPULATION)
+            object.__setattr__(self, "population_size", size)
 
     def min_models(self) -> int:
         """4 (two pairs of complementary models give every sample an IN and an OUT reference beside the target), or
@@ -371,6 +399,7 @@ class RMIA(LeaveOneOutAttack):
             gamma=self.gamma,
             offline_a=self.offline_a,
             references=self.references,
+            population_size=self.population_size,
         )
         return got.scores, got.valid, 1.0
 
@@ -392,11 +421,14 @@ class RMIA(LeaveOneOutAttack):
             )
             if own.valid.any():
                 decision = _best_threshold(own.scores[own.valid], np.asarray(knowledge.member)[own.valid])
+        population = np.asarray(knowledge.population, dtype=bool)
+        if self.population_size is not None:
+            population = population_draw(population, self.population_size, rng)
         return FittedRMIA(
             x=np.asarray(knowledge.x),
             y=np.asarray(knowledge.y),
             p=p,
-            population=np.asarray(knowledge.population, dtype=bool),
+            population=population,
             gamma=self.gamma,
             decision=decision,
         )

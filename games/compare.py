@@ -11,6 +11,8 @@ row per (grid point, game played):
   M target models in the ``lira`` game);
 - ``at_risk``: the records whose AUC is at least ``risk``; ``only_this``: those of them that no other grid point
   finds at that risk (same repetition, record and game);
+- ``mechanism_runs``: the model trainings or generator runs the attack's trials need (the game's count: rounds
+  and shadows, or the M models), made or read from the cache;
 - ``seconds``: the trials' wall time (the first attack to need a model or generator run pays for it, the others
   read it from the cache); ``seconds_attack``: where the game times it (``TrialContext.timings``), the attack's
   own work.
@@ -139,6 +141,8 @@ def compare_attacks(
             row["at_risk"] = int(mine_at_risk.size)
             row["only_this"] = len(alone)
             row["trials"] = len(trials)
+            if "mechanism_runs" in trials:
+                row["mechanism_runs"] = int(trials["mechanism_runs"].fillna(0).sum())
             row["seconds"] = float(trials["seconds"].sum())
             if "seconds_attack" in trials:
                 row["seconds_attack"] = float(trials["seconds_attack"].sum())

@@ -334,13 +334,13 @@ class LiRAGame(Game):
         load_outcome: Callable[[int], TrialOutcome],
     ) -> dict[str, float | int]:
         """The mean over repetitions (pools) of every per-trial number of the game, and how many there are."""
-        bookkeeping = {"trial", "grid_point", "repetition", "spawn_key", "seconds", "epsilon_analytic"}
+        bookkeeping = {"trial", "grid_point", "repetition", "spawn_key", "seconds", "epsilon_analytic", "mechanism_runs"}
         out: dict[str, Any] = {}
         if "epsilon_analytic" in rows:
             out["epsilon_analytic"] = float(rows["epsilon_analytic"].iloc[0])
         for column in rows.columns:
             # the swept parameters ("section.name") and the store's own columns are not the game's numbers
-            if column in bookkeeping or column.startswith(("game.", "mechanism.", "attack.", "sha256")):
+            if column in bookkeeping or column.startswith(("game.", "mechanism.", "attack.", "sha256", "seconds_")):
                 continue
             values = rows[column]
             if not pd.api.types.is_numeric_dtype(values):

@@ -204,7 +204,10 @@ class _ProgressFile:
 def trial_row(
     point: GridPoint, trial: Trial, epsilon: float, metrics: Mapping[str, Any], seconds: float
 ) -> dict[str, Any]:
-    """A trial's stored row: where it sits, the point's swept values, the analytic ε, its metrics and ``seconds``."""
+    """A trial's stored row: where it sits, the point's swept values, the analytic ε, its metrics, the mechanism
+    runs the trial needs where its game counts them (models trained, generator runs: made or read from the cache)
+    and ``seconds``."""
+    runs = point.game.mechanism_runs(point.attack)
     return {
         "trial": trial.index,
         "grid_point": trial.grid_index,
@@ -213,6 +216,7 @@ def trial_row(
         **{key: _cell(value) for key, value in point.params.items()},
         "epsilon_analytic": epsilon,
         **metrics,
+        **({"mechanism_runs": runs} if runs else {}),
         "seconds": seconds,
     }
 

@@ -184,3 +184,30 @@ def test_a_record_game_config_with_rmia_is_refused_naming_the_games_that_give_re
         "models knowledge",
         "lira",
     )
+
+
+def test_a_population_of_a_given_size_is_drawn_from_each_target_models_non_members():
+    from games.lira import lira_masks
+
+    member = lira_masks(8, 120, 5, 0)
+    confidence = np.random.default_rng(1).normal(size=(8, 120)) + member
+    full = leave_one_out_rmia(confidence, member)
+    np.testing.assert_array_equal(leave_one_out_rmia(confidence, member, population_size=60).scores, full.scores)
+    small = leave_one_out_rmia(confidence, member, population_size=10, gamma=1.0)
+    again = leave_one_out_rmia(confidence, member, population_size=10, gamma=1.0)
+    np.testing.assert_array_equal(small.scores, again.scores)  # its own stream: the same draw every time
+    # each score counts among 10 samples (9 for a drawn one, itself left out): a multiple of 1/10 or of 1/9
+    tenths, ninths = small.scores * 10, small.scores * 9
+    assert np.all(np.isclose(tenths, np.round(tenths)) | np.isclose(ninths, np.round(ninths)))
+    assert not np.array_equal(small.scores, leave_one_out_rmia(confidence, member, gamma=1.0).scores)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [(0, "population_size"), (10**12, "population_size"), (2.5, "population_size")]
+)
+def test_a_bad_population_size_is_refused_in_one_line(value, message):
+    from attacks.rmia import RMIA
+
+    with pytest.raises((TypeError, ValueError), match=message) as info:
+        RMIA(population_size=value)
+    assert "\n" not in str(info.value)
