@@ -405,15 +405,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if (args.risk is not None or args.baseline is not None) and not args.compare:
         raise ValueError(f"{'--risk' if args.risk is not None else '--baseline'} needs --compare.")
     if args.compare:
-        if args.plot or args.curves or args.ladder:
-            raise ValueError("--compare draws nothing: leave out --plot, --curves and --ladder.")
-        from games.compare import compare_attacks, record_differences
+        if args.curves or args.ladder or (args.plot and args.baseline is None):
+            raise ValueError("--compare draws only with --baseline (--plot): leave out --curves and --ladder.")
+        from games.compare import compare_attacks, figure_record_differences, record_differences
 
         if args.baseline is not None:
             if args.risk is not None:
                 raise ValueError("--risk and --baseline are separate comparisons: give one.")
             differences, summary = record_differences(args.results, args.baseline)
             _write_text(args.output, format_table(differences if args.records else summary, args.format))
+            if args.plot:
+                from analysis._figures import check_suffix, save
+
+                title = f"each attack against grid point {args.baseline}, record by record"
+                path = save(figure_record_differences(differences, title=title), check_suffix(args.plot))
+                print(f"figure written to {path}", file=sys.stderr)
             return 0
 
         compared, only = compare_attacks(args.results, risk=0.8 if args.risk is None else args.risk)

@@ -302,3 +302,57 @@ def record_differences(
                 }
             )
     return records, pd.DataFrame(summary)
+
+
+#: above this many records per attack the figure draws points without their intervals (they would hide each other)
+_MAX_BARS = 200
+
+
+def figure_record_differences(records: pd.DataFrame, *, title: str | None = None) -> Any:
+    """Each record's AUC difference from the baseline (with its paired interval) against its AUC under the
+    baseline, one colour per attack, one panel per game played (:func:`record_differences`' ``records``).
+
+    Raises
+    ------
+    ValueError
+        If ``records`` is empty.
+    """
+    from analysis._figures import new_axes
+
+    if records.empty:
+        raise ValueError("records must hold at least one record's difference (no attack besides the baseline?).")
+    games = list(dict.fromkeys(records["game"].astype(str)))
+    figure, axes = new_axes(None, 1, len(games), figsize=(5.5 * len(games), 4.2), what="the differences", sharey=True)
+    labels = [  # the values that tell the attacks apart (a value all of them share says nothing)
+        c
+        for c in records.columns
+        if c.startswith(("attack.", "mechanism.", "game."))
+        and (c == "attack.name" or records[c].astype(str).nunique() > 1)
+    ]
+    for ax, game in zip(axes[0], games, strict=True):
+        part = records[records["game"].astype(str) == game]
+        for point, mine in part.groupby("grid_point", sort=True):
+            name = (
+                ", ".join(f"{c.split('.', 1)[1]}={mine[c].iloc[0]}" for c in labels if pd.notna(mine[c].iloc[0]))
+                or f"grid point {point}"
+            )
+            x = mine["baseline_auc"].to_numpy(dtype=float) + 0.004 * (int(str(point)) % 5 - 2)  # a small dodge
+            y = mine["difference"].to_numpy(dtype=float)
+            if len(mine) <= _MAX_BARS:
+                spread = np.vstack(
+                    [
+                        np.maximum(y - mine["low"].to_numpy(float), 0.0),
+                        np.maximum(mine["high"].to_numpy(float) - y, 0.0),
+                    ]
+                )
+                ax.errorbar(x, y, yerr=spread, fmt="o", ms=4, capsize=2, alpha=0.8, label=name)
+            else:
+                ax.scatter(x, y, s=4, alpha=0.4, label=name)
+        ax.axhline(0.0, color="black", lw=0.8)
+        ax.set_xlabel("the record's AUC under the baseline")
+        ax.set_title(game)
+    axes[0][0].set_ylabel("AUC difference from the baseline (paired interval)")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    if title:
+        figure.suptitle(title)
+    return figure

@@ -334,7 +334,15 @@ class LiRAGame(Game):
         load_outcome: Callable[[int], TrialOutcome],
     ) -> dict[str, float | int]:
         """The mean over repetitions (pools) of every per-trial number of the game, and how many there are."""
-        bookkeeping = {"trial", "grid_point", "repetition", "spawn_key", "seconds", "epsilon_analytic", "mechanism_runs"}
+        bookkeeping = {
+            "trial",
+            "grid_point",
+            "repetition",
+            "spawn_key",
+            "seconds",
+            "epsilon_analytic",
+            "mechanism_runs",
+        }
         out: dict[str, Any] = {}
         if "epsilon_analytic" in rows:
             out["epsilon_analytic"] = float(rows["epsilon_analytic"].iloc[0])

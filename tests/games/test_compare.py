@@ -202,7 +202,7 @@ def test_report_compare_prints_the_table_and_the_records_found_by_one_attack(com
         (["--risk", "0.9"], "--risk needs --compare"),
         (["--compare", "--risk", "0.5"], "risk must be in (0.5, 1]"),
         (["--compare", "--risk", "nan"], "risk"),
-        (["--compare", "--plot", "x.png"], "--compare draws nothing"),
+        (["--compare", "--plot", "x.png"], "--compare draws only with --baseline"),
     ],
 )
 def test_bad_compare_options_are_one_line_with_exit_status_2(compared, args, message, capsys):
@@ -285,7 +285,7 @@ def test_record_differences_refuse_other_rounds_and_an_unknown_baseline(compared
         record_differences(str(compared), 2, n_boot=20)
 
 
-def test_report_compare_baseline_prints_the_summary_or_the_records(compared, capsys):
+def test_report_compare_baseline_prints_the_summary_or_the_records(compared, tmp_path, capsys):
     import io
 
     import pandas as pd
@@ -296,6 +296,9 @@ def test_report_compare_baseline_prints_the_summary_or_the_records(compared, cap
     assert main(["report", str(compared), "--compare", "--baseline", "2", "--records", "--format", "csv"]) == 0
     records = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert len(records) == 4 * 300
+    figure = tmp_path / "differences.png"
+    assert main(["report", str(compared), "--compare", "--baseline", "2", "--plot", str(figure)]) == 0
+    assert figure.stat().st_size > 10_000 and "figure written to" in capsys.readouterr().err
     for args, message in (
         (["--baseline", "2"], "--baseline needs --compare"),
         (["--compare", "--baseline", "2", "--risk", "0.9"], "give one"),
