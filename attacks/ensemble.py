@@ -55,7 +55,7 @@ _CLOSEST = 5  # the distance family's mean of the closest rows
 
 @dataclass(frozen=True, slots=True)
 class Ensemble(Attack):
-    """TAPAS counts (``eq`` and ``ge``), Groundhog, distances and the density ratio into one shadow classifier.
+    """TAPAS counts (eq and ge), Groundhog, distances and the density ratio into one shadow classifier.
 
     Parameters
     ----------

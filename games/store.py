@@ -51,6 +51,7 @@ __all__ = [
     "StoreError",
     "config_differences",
     "describe_trials",
+    "drop_timings",
 ]
 
 FORMAT_VERSION = 1
@@ -69,6 +70,12 @@ _RUN_REMEDY = "use --force to delete them and start over, or choose another --ou
 
 class StoreError(ValueError):
     """The results directory cannot be used as asked (another config's results, not a results directory)."""
+
+
+def drop_timings(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` without its wall times (``seconds`` and the games' ``seconds_<name>``): what two runs of the same
+    config must agree on exactly."""
+    return rows.drop(columns=[c for c in rows.columns if c == "seconds" or str(c).startswith("seconds_")])
 
 
 def describe_trials(trials: Sequence[int] | set[int], limit: int = 12) -> str:

@@ -17,6 +17,7 @@ import pytest
 from games.config import load_config
 from games.registry import MECHANISMS
 from games.runner import run_experiment
+from games.store import drop_timings
 
 BYO = Path(__file__).resolve().parents[2] / "experiments" / "byo_quick"
 
@@ -54,7 +55,7 @@ def test_each_quick_config_runs_alike_in_the_parent_and_on_two_workers_in_under_
         one = run_experiment(config, tmp_path / "one", n_jobs=1, progress=False)
         assert time.perf_counter() - start < 120
         two = run_experiment(config, tmp_path / "two", n_jobs=2, progress=False)
-    rows = [pd.read_parquet(s.root / "results.parquet").drop(columns=["seconds"]) for s in (one, two)]
+    rows = [pd.read_parquet(s.root / "results.parquet").pipe(drop_timings) for s in (one, two)]
     pd.testing.assert_frame_equal(*rows)
 
 
@@ -79,5 +80,5 @@ def test_each_quick_config_killed_after_its_first_trial_resumes_to_the_same_rows
     for target in (out, tmp_path / "clean"):
         done = subprocess.run([*cmd, "--out", str(target)], env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
-    rows = [pd.read_parquet(p / "results.parquet").drop(columns=["seconds"]) for p in (out, tmp_path / "clean")]
+    rows = [pd.read_parquet(p / "results.parquet").pipe(drop_timings) for p in (out, tmp_path / "clean")]
     pd.testing.assert_frame_equal(*(r.sort_values("trial").reset_index(drop=True) for r in rows))

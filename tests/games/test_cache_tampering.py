@@ -16,11 +16,12 @@ import pandas as pd
 import pytest
 
 from games.cli import main
+from games.store import drop_timings
 from tests.games.conftest import TINY_MODEL_SEEDED
 
 
 def _rows(out: Path) -> pd.DataFrame:
-    return pd.read_parquet(out / "results.parquet").drop(columns=["seconds"])
+    return pd.read_parquet(out / "results.parquet").pipe(drop_timings)
 
 
 def _run(config: Path, out: Path, *cache: str) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from attacks.classifier import ClassifierMIA, LabelledExamples
 from games.config import ConfigError, load_config, parse_config
 from games.panoramia import PanoramiaGame
 from games.runner import run_experiment
+from games.store import drop_timings
 from mechanisms._base import Mechanism
 from mechanisms.training.models import TrainedModel
 from mechanisms.training.release import ModelRelease
@@ -230,7 +231,7 @@ def test_n_jobs_1_and_2_identical_and_the_report_has_the_columns(tmp_path):
     config = parse_config(sections())
     one = run_experiment(config, tmp_path / "one", progress=False).rows()
     two = run_experiment(config, tmp_path / "two", progress=False, n_jobs=2).rows()
-    cut = lambda rows: rows.drop(columns=["seconds"])  # noqa: E731
+    cut = lambda rows: rows.pipe(drop_timings)  # noqa: E731
     pd.testing.assert_frame_equal(cut(one), cut(two))
     from games.report import summarise_results
 
@@ -440,7 +441,7 @@ def test_an_image_audit_is_the_same_in_the_workers_as_in_the_parent(tmp_path, mo
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         workers = run_experiment(config, tmp_path / "workers", progress=False, n_jobs=2).rows()
-    cut = lambda rows: rows.drop(columns=["seconds"])  # noqa: E731
+    cut = lambda rows: rows.pipe(drop_timings)  # noqa: E731
     pd.testing.assert_frame_equal(cut(parent), cut(workers))
     assert not [w for w in caught if "worker stopped" in str(w.message)]
 

@@ -22,7 +22,7 @@ from games.cli import main
 from games.config import load_config
 from games.registry import MECHANISMS
 from games.runner import TrialsFailed, plan_trials, run_experiment
-from games.store import ResultsStore, StoreError
+from games.store import ResultsStore, StoreError, drop_timings
 
 
 def _run(path: Path, out: Path, n_jobs: int = 1) -> ResultsStore:
@@ -30,7 +30,7 @@ def _run(path: Path, out: Path, n_jobs: int = 1) -> ResultsStore:
 
 
 def _results(store: ResultsStore) -> pd.DataFrame:
-    return store.rows().drop(columns=["seconds"])
+    return store.rows().pipe(drop_timings)
 
 
 def _assert_same(a: ResultsStore, b: ResultsStore) -> None:

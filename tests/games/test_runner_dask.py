@@ -24,7 +24,7 @@ import pytest
 from games.cli import main
 from games.registry import MECHANISMS
 from games.runner import DaskScheduler, run_experiment
-from games.store import ResultsStore
+from games.store import ResultsStore, drop_timings
 
 DASK = Path(sys.executable).parent / "dask"
 
@@ -159,7 +159,7 @@ def _cluster(tmp_path: Path, n_workers: int) -> Iterator[_Cluster]:
 
 
 def _rows(out: Path) -> pd.DataFrame:
-    return pd.read_parquet(out / "results.parquet").drop(columns=["seconds"])
+    return pd.read_parquet(out / "results.parquet").pipe(drop_timings)
 
 
 def _assert_same(a: Path, b: Path) -> None:

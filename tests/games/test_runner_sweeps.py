@@ -19,7 +19,7 @@ from games.config import ConfigError, load_config
 from games.reanalyse import reanalyse
 from games.report import summarise_results
 from games.runner import plan_trials, repetition_blocks, run_experiment, trial_index
-from games.store import ResultsStore, StoreError
+from games.store import ResultsStore, StoreError, drop_timings
 
 SWEEP = {"confidence": [0.9, 0.95], "delta": [0.0, 1e-5], "estimators": ["steinke", "fdp"]}
 PLAY_COLUMNS = ("sha256_raw", "sha256_records")
@@ -96,10 +96,10 @@ def test_each_point_of_the_sweep_equals_a_run_of_its_own_setting_and_each_trial_
 def test_an_analysis_sweep_resumes_and_reports_one_row_per_point(write_config, tmp_path):
     path = write_config({"analysis": SWEEP})
     store = run_experiment(load_config(path), tmp_path / "r", progress=False)
-    first = store.rows().drop(columns=["seconds"])
+    first = store.rows().pipe(drop_timings)
     store.discard([1, 2, 13])  # siblings of a played trial whose other points are stored, and another
     run_experiment(load_config(path), tmp_path / "r", progress=False)
-    pd.testing.assert_frame_equal(ResultsStore(store.root).rows().drop(columns=["seconds"]), first)
+    pd.testing.assert_frame_equal(ResultsStore(store.root).rows().pipe(drop_timings), first)
     summary, swept = summarise_results(str(store.root))
     assert swept == ["mechanism.epsilon", "analysis.confidence", "analysis.delta"]
     assert len(summary) == 8 and (summary["n_trials"] == 3).all()
@@ -282,7 +282,7 @@ def test_an_analysis_that_fails_at_one_point_fails_only_its_trials(write_config,
     monkeypatch.setattr(OneRunGame, "analyse", original)
     run_experiment(load_config(path), tmp_path / "r", progress=False)  # retried: played again for them alone
     fresh = run_experiment(load_config(path), tmp_path / "fresh", progress=False)
-    cut = lambda rows: rows.drop(columns=["seconds"])  # noqa: E731
+    cut = lambda rows: rows.pipe(drop_timings)  # noqa: E731
     pd.testing.assert_frame_equal(cut(ResultsStore(tmp_path / "r").rows()), cut(fresh.rows()))
 
 

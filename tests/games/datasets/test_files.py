@@ -29,7 +29,7 @@ from games.datasets.files import (
     read_table,
 )
 from games.runner import run_experiment
-from games.store import ResultsStore
+from games.store import ResultsStore, drop_timings
 
 DOMAIN = """
 [columns.age]
@@ -102,7 +102,7 @@ def _config(folder: Path, extra: str = "") -> Path:
 
 
 def _frame(out: Path) -> pd.DataFrame:
-    return pd.read_parquet(out / "results.parquet").drop(columns=["seconds"])
+    return pd.read_parquet(out / "results.parquet").pipe(drop_timings)
 
 
 def test_a_record_game_on_a_user_csv_is_identical_in_the_parent_and_in_the_workers(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ import pytest
 from analysis.cache import ArtefactCache
 from games.config import ConfigError, parse_config
 from games.datasets.features import model_arrays, population_table, raw_columns
+from games.store import drop_timings
 from mechanisms.cached import cached_release, release_key
 from mechanisms.training import GradientBoostedTrees, SklearnModel, TrainingData, decode_release
 from mechanisms.training.release import PROBABILITY_FLOOR, LookupRelease, UnscoredRecordError, row_digests
@@ -283,7 +284,7 @@ def _lira_sections(mechanism: dict[str, Any], data: dict[str, Any] | None = None
 
 
 def _rows(store: Any) -> pd.DataFrame:
-    return store.rows().drop(columns=["seconds"]).sort_values("trial").reset_index(drop=True)
+    return store.rows().pipe(drop_timings).sort_values("trial").reset_index(drop=True)
 
 
 def test_lira_end_to_end_a_cached_run_equals_a_fresh_one_and_n_jobs_do_not_matter(tmp_path, monkeypatch):
