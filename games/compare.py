@@ -56,6 +56,24 @@ def _groups(outcome: Any) -> dict[str, np.ndarray]:
     return {"": scored}
 
 
+def _read(root: str) -> tuple[ResultsStore, pd.DataFrame, list[str], list[dict[str, Any]]]:
+    """The store, its rows, the swept parameters (the analysis' left out) and each grid point's swept values, the
+    manifest checked as a report checks it (a stranger's or a damaged directory is refused in one line)."""
+    from games.report import _load
+
+    stored = _load(root, need_games=False)
+    grid = stored.manifest["grid"]
+    params = [entry.get("params") if isinstance(entry, dict) else None for entry in grid]
+    bad = next((i for i, values in enumerate(params) if not isinstance(values, dict)), None)
+    if bad is not None:
+        raise StoreError(f"{root}/manifest.json: grid point {bad} must give its params as a table, got {grid[bad]!r}.")
+    points = stored.rows["grid_point"].to_numpy(dtype=np.int64)
+    if points.min() < 0 or points.max() >= len(grid):
+        raise StoreError(f"{root}/manifest.json: grid must list grid point {points.max()}, got {len(grid)} points.")
+    swept = [s for s in stored.swept if not s.startswith("analysis.")]
+    return stored.store, stored.rows, swept, params  # type: ignore[return-value]
+
+
 def compare_attacks(
     root: str, *, risk: float = 0.8, fprs: Sequence[float] = COMPARE_FPRS
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -90,20 +108,13 @@ def compare_attacks(
     """
     threshold = check_real("risk", risk, low=0.5, high=1.0, low_open=True)
     rates = tuple(check_real("fpr", f, low=0.0, high=1.0, low_open=True, high_open=True) for f in fprs)
-    store = ResultsStore(root)
-    manifest = store.manifest()
-    rows = store.rows()
+    store, rows, swept, grid = _read(root)
     records = store.records()
-    if rows.empty:
-        raise StoreError(f"{root!r} has no finished trials to compare.")
     if records.empty:
         raise StoreError(f"{root!r} holds no per-record results: --compare needs a game that stores them.")
-    swept = [str(s) for s in manifest.get("swept", []) if not str(s).startswith("analysis.")]
-    grid = manifest.get("grid", [])
     first: dict[tuple[Any, ...], int] = {}
     for point in sorted(int(g) for g in rows["grid_point"].unique()):
-        params = grid[point]["params"] if point < len(grid) else {}
-        first.setdefault(tuple(str(params.get(k)) for k in swept), point)
+        first.setdefault(tuple(str(grid[point].get(k)) for k in swept), point)
     points = sorted(first.values())
     repetition = dict(zip(rows["trial"].astype(int), rows["repetition"].astype(int), strict=True))
     records = records[records["grid_point"].isin(points)].assign(
@@ -113,7 +124,7 @@ def compare_attacks(
     at_risk = keyed[keyed >= threshold]
     table, only = [], []
     for point in points:
-        labels = {k: grid[point]["params"].get(k) for k in swept}
+        labels = {k: grid[point].get(k) for k in swept}
         trials = rows[rows["grid_point"] == point]
         pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
         for trial in trials["trial"].astype(int):
@@ -224,16 +235,12 @@ def record_differences(
 
     level = check_confidence(confidence)
     replicates = check_int("n_boot", n_boot, low=1, high=1_000_000)
-    store = ResultsStore(root)
-    manifest = store.manifest()
-    rows = store.rows()
-    points = sorted(int(g) for g in rows["grid_point"].unique()) if not rows.empty else []
+    store, rows, swept, grid = _read(root)
+    points = sorted(int(g) for g in rows["grid_point"].unique())
     if baseline not in points:
         raise StoreError(
             f"--baseline must be a finished grid point of {root!r} ({', '.join(map(str, points))}), got {baseline}."
         )
-    swept = [str(s) for s in manifest.get("swept", []) if not str(s).startswith("analysis.")]
-    grid = manifest.get("grid", [])
 
     def trials_of(point: int) -> dict[int, int]:
         mine = rows[rows["grid_point"] == point]
@@ -245,7 +252,7 @@ def record_differences(
     for point in points:
         if point == baseline:
             continue
-        labels = {k: grid[point]["params"].get(k) for k in swept}
+        labels = {k: grid[point].get(k) for k in swept}
         for rep, trial in trials_of(point).items():
             if rep not in base_rounds:
                 continue
@@ -291,7 +298,7 @@ def record_differences(
             summary.append(
                 {
                     "grid_point": at,
-                    **{k: grid[int(str(at))]["params"].get(k) for k in swept},
+                    **{k: grid[int(str(at))].get(k) for k in swept},
                     "game": game,
                     "records": d.size,
                     "mean_difference": float(d.mean()),

@@ -163,6 +163,8 @@ def test_bad_inputs_are_refused_in_one_line(call, message):
         ("offline_a = 2", "offline_a"),
         ('online = "yes"', "online"),
         ("temperature = 2", "temperature"),
+        ("population_size = 0", "population_size"),
+        ("references = 3\nonline = true", "even"),
     ],
 )
 def test_a_bad_rmia_parameter_in_a_config_is_one_line_with_exit_status_2(attack, message, run_refused):

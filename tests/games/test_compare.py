@@ -307,3 +307,23 @@ def test_report_compare_baseline_prints_the_summary_or_the_records(compared, tmp
         assert main(["report", str(compared), *args]) == 2
         lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
         assert len(lines) == 1 and message in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda m: m.update(grid=[]), "grid must list the 5 grid points"),
+        (lambda m: m.update(grid="zzz"), "grid must list"),
+        (lambda m: m["grid"].__setitem__(2, {"params": 5}), "grid point 2 must give its params as a table"),
+    ],
+)
+def test_a_damaged_manifest_is_refused_in_one_line_by_both_comparisons(compared, tmp_path, capsys, damage, message):
+    copy = tmp_path / "damaged"
+    shutil.copytree(compared, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    damage(manifest)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    for extra in ([], ["--baseline", "0"]):
+        assert main(["report", str(copy), "--compare", *extra]) == 2
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(lines) == 1 and message in lines[0], lines
