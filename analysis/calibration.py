@@ -650,8 +650,11 @@ class CalibrationReport:
 
 
 def _spread(fp: NDArray[np.int64], n: NDArray[np.int64]) -> tuple[float, float, float, float]:
-    """Mean, 90th percentile, max and dispersion index of the per-sample rates fp/n over samples with n ≥ 1."""
+    """Mean, 90th percentile, max and dispersion index of the per-sample rates fp/n over samples with n ≥ 1 (all NaN
+    when there is none)."""
     used = n > 0
+    if not used.any():
+        return math.nan, math.nan, math.nan, math.nan
     fp_u, n_u = fp[used].astype(np.float64), n[used].astype(np.float64)
     rates = fp_u / n_u
     pooled = fp_u.sum() / n_u.sum()
@@ -747,6 +750,7 @@ def calibration_report(
     n_boot: int = 1000,
     rng: np.random.Generator | None = None,
     direction: str = "known",
+    require_pp: bool = True,
 ) -> CalibrationReport:
     """Naive concatenated, post-processed concatenated and mean per-sample TPR at each FPR, with realised FPRs.
 
@@ -789,6 +793,10 @@ def calibration_report(
         models k ≠ j with k ≡ j (mod 2), and their sign is that of μ̂_in − μ̂_out over the models k ≢ j (mod 2),
         so that the sign is independent of the statistics the threshold uses (about half the OUT shadows each).
         Never the same shadows for both: that selection raises the realised FPR of samples that do not leak.
+    require_pp : bool, default=True
+        Refuse scores without a standardisable IN and OUT pair.  ``False``: report them, the post-processed rates
+        NaN (an attack whose every score on a sample is the same, such as RMIA scoring 0 everywhere when no
+        likelihood ratio reaches γ, still has its naive and per-sample numbers).
 
     Returns
     -------
@@ -799,8 +807,8 @@ def calibration_report(
     ------
     ValueError
         As :func:`loo_statistics`; for an FPR outside (0, 1) or repeated, ``confidence`` outside (0, 1),
-        ``n_boot < 0``, an unknown ``direction``; when there is no OUT or no IN pair, or no standardisable OUT or IN
-        pair (e.g. M ≤ 3, or M ≤ 5 with ``direction="split"``).
+        ``n_boot < 0``, an unknown ``direction``; when there is no OUT or no IN pair, or (``require_pp``) no
+        standardisable OUT or IN pair (e.g. M ≤ 3, or M ≤ 5 with ``direction="split"``).
     TypeError
         For inputs of the wrong type, and if ``rng`` is not a ``numpy.random.Generator`` (or None with
         ``n_boot = 0``).
@@ -869,7 +877,7 @@ def calibration_report(
     pp_out, pp_in = valid & out, valid & m
     n_pp_out_col, n_pp_in_col = pp_out.sum(axis=0), pp_in.sum(axis=0)
     n_pp_out, n_pp_in = int(n_pp_out_col.sum()), int(n_pp_in_col.sum())
-    if n_pp_out == 0 or n_pp_in == 0:
+    if require_pp and (n_pp_out == 0 or n_pp_in == 0):
         kind = "OUT" if n_pp_out == 0 else "IN"
         raise ValueError(
             f"scores must have at least one standardisable {kind} pair (one whose sample has >= 2 other OUT models "

@@ -13,7 +13,9 @@
 
 ``--device cuda`` trains on a GPU (``benchmarks/gpu_check.sh`` runs it so).  Ends with one JSON line:
 ``shadows``, ``shadows_seconds``, ``seconds_per_shadow``, ``shadows_per_second``, ``sklearn_seconds_per_model``,
-``speedup_vs_sklearn``, ``scoring_seconds``, ``dpsgd_over_plain`` and the sizes.  ``--quick`` shrinks everything
+``speedup_vs_sklearn``, ``scoring_seconds``, ``loo_statistics_seconds`` (the calibration's leave-one-out statistics
+of M × 2N₊ pairs; target < 1 s), ``rmia_k4_seconds``, ``lira_k4_seconds`` (4 references per sample),
+``dpsgd_over_plain`` and the sizes.  ``--quick`` shrinks everything
 (a smoke test).
 """
 
@@ -115,6 +117,28 @@ def main() -> None:
         f"scoring: confidences and leave-one-out LiRA scores of {args.models} x {args.pool} pairs in "
         f"{scoring_seconds:.2f} s; models' train / test accuracy {train_acc:.3f} / {test_acc:.3f}"
     )
+    # the calibration's leave-one-out statistics (M = 256, N = 10,000 at full size; target well under 1 s) and the
+    # attacks at 4 reference models per sample, on the same confidences
+    from analysis.calibration import loo_statistics
+    from attacks.rmia import RMIA
+
+    wide = np.random.default_rng(3)
+    loo_m = wide.random((args.models, 2 * args.pool)) < 0.5
+    loo_s = wide.standard_normal(loo_m.shape) + loo_m
+    loo_statistics(loo_s, loo_m)  # the first call pays for fresh pages
+    start = time.perf_counter()
+    loo_statistics(loo_s, loo_m)
+    loo_seconds = time.perf_counter() - start
+    timed = {}
+    for label, attack in (("rmia_k4", RMIA(references=4)), ("lira_k4", LiRA(online=False, references=4))):
+        start = time.perf_counter()
+        attack.efficient_scores(confidence, masks, fpc=0.5)
+        timed[label] = time.perf_counter() - start
+    print(
+        f"leave-one-out statistics of {args.models} x {2 * args.pool}: {loo_seconds:.3f} s; 4 references per "
+        f"sample, {args.models} x {args.pool} pairs: RMIA {timed['rmia_k4']:.2f} s, "
+        f"offline LiRA {timed['lira_k4']:.2f} s"
+    )
     from mechanisms.dpsgd.classifier import DPSGDClassifier
 
     n_train = args.pool // 2
@@ -152,6 +176,9 @@ def main() -> None:
                 "sklearn_seconds_per_model": round(sklearn_per_model, 4),
                 "speedup_vs_sklearn": round(speedup, 2),
                 "scoring_seconds": round(scoring_seconds, 3),
+                "loo_statistics_seconds": round(loo_seconds, 3),
+                "rmia_k4_seconds": round(timed["rmia_k4"], 3),
+                "lira_k4_seconds": round(timed["lira_k4"], 3),
                 "pool": args.pool,
                 "epochs": args.epochs,
                 "sklearn_models": args.sklearn_models,

@@ -244,7 +244,7 @@ class LiRAGame(Game):
         stream = keyed_seed(root_entropy(seed, "the LiRA game"), _TAG_ANALYSIS, repetition)
         fpc = float(outcome.arrays["fpc"][0])
 
-        def report(values: np.ndarray) -> Any:  # the same resampled records in both (one stream, drawn anew)
+        def report(values: np.ndarray, require_pp: bool) -> Any:  # the same resampled records in both
             return calibration_report(
                 values,
                 member,
@@ -253,11 +253,13 @@ class LiRAGame(Game):
                 confidence=settings.confidence,
                 n_boot=self.n_boot,
                 rng=np.random.default_rng(stream),
+                require_pp=require_pp,
             )
 
-        # naive: the attack's scores pooled under one threshold (what concatenated evaluations do); post-processed
-        # and per sample: the statistic LiRA models as Gaussian, the target's logit-scaled confidence
-        naive, calibrated = report(scores), report(outcome.arrays["confidence"])
+        # naive: the attack's scores pooled under one threshold (what concatenated evaluations do; only its naive
+        # numbers are read, so scores that are constant per record, which cannot be standardised, are reported
+        # too); post-processed and per sample: the statistic LiRA models as Gaussian, the logit-scaled confidence
+        naive, calibrated = report(scores, False), report(outcome.arrays["confidence"], True)
         flat = {**naive.flat(("naive",)), **calibrated.flat(("pp", "pp_t", "per_sample"))}
         normality = out_normality(outcome.arrays["confidence"], member)
         row: dict[str, float | int] = {

@@ -377,11 +377,32 @@ class Results:
             section = self.config.get("game")
             game = section.get("name") if isinstance(section, dict) else None
             raise StoreError(
-                f"records() needs a record-level game (record, record-traditional, record-model-seeded), which "
-                f"keeps one row per target record; this experiment's game is {game!r}."
+                f"records() needs a game that keeps per-record results (record, record-traditional, "
+                f"record-model-seeded, lira); this experiment's game is {game!r}."
             )
         with _python_terms():
             return records_results(root, **self._trust())
+
+    def compare(self, *, risk: float = 0.8) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The attacks (grid points) side by side on the same targets (``privgame report --compare``): the table
+        (pooled AUC, TPR at FPR 1e-3/1e-2/1e-1 with realised FPRs, per-record AUCs, records at risk and those only
+        this attack finds, runs and seconds) and the records only one attack finds at ``risk``
+        (:func:`games.compare.compare_attacks`; docs/attacks.md)."""
+        from games.compare import compare_attacks
+
+        root = self._root()
+        with _python_terms():
+            return compare_attacks(root, risk=risk)
+
+    def differences(self, baseline: int, *, n_boot: int = 1000) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Each attack against grid point ``baseline``, record by record on the same rounds (``report --compare
+        --baseline``): every record's paired AUC difference with its bootstrap interval, and per attack and game the
+        mean difference with its interval (:func:`games.compare.record_differences`)."""
+        from games.compare import record_differences
+
+        root = self._root()
+        with _python_terms():
+            return record_differences(root, baseline, n_boot=n_boot)
 
     def trials(self) -> pd.DataFrame:
         """One row per finished trial, as stored (``results.parquet``, docs/results.md): ``trial``,
@@ -455,6 +476,8 @@ _TERMS = (
     (re.compile(r"--plugins MODULE \.\.\."), "plugins=[MODULE, ...]"),
     (re.compile(r"--plugins\b"), "plugins"),
     (re.compile(r"--out\b"), "out"),
+    (re.compile(r"--baseline\b"), "baseline"),
+    (re.compile(r"--compare\b"), "compare()"),
 )
 
 

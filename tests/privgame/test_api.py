@@ -436,7 +436,7 @@ def test_load_with_a_plugin_that_cannot_be_imported_is_one_line(finished):
 def test_records_of_a_game_without_records_is_one_line(finished):
     with pytest.raises(StoreError) as exc:
         privgame.load(finished).records()
-    assert _one_line(exc).startswith("records() needs a record-level game")
+    assert _one_line(exc).startswith("records() needs a game that keeps per-record results")
     assert "this experiment's game is 'one-run'" in str(exc.value)
 
 
@@ -488,3 +488,22 @@ def test_a_config_toml_cannot_hold_gets_a_note_instead():
     text = _toml_bytes({"experiment": {"name": "x", "seed": 1, "odd": None}}).decode()
     assert text.startswith("# Written by privgame.run from a config given in Python, which TOML cannot hold")
     assert all(line.startswith("#") for line in text.splitlines())
+
+
+def test_compare_and_differences_put_several_attacks_side_by_side():
+    config = {
+        "experiment": {"name": "cmp", "seed": 3, "repetitions": 1},
+        "game": {"name": "lira", "data": "adult", "pool_size": 200, "n_models": 8, "n_boot": 20},
+        "mechanism": {"name": "logistic-regression", "epochs": 2},
+        "attack": [{"name": "lira", "online": [True, False]}, {"name": "rmia", "references": 2}],
+    }
+    with privgame.run(config, progress=False) as results:
+        table, only = results.compare(risk=0.75)
+        assert table["attack.name"].tolist() == ["lira", "lira", "rmia"]
+        assert len(only) == table["only_this"].sum()
+        assert {"auc_pooled", "tpr_0.01", "fpr_0.01", "at_risk", "only_this"} <= set(table.columns)
+        records, summary = results.differences(0, n_boot=20)
+        assert summary["grid_point"].tolist() == [1, 2] and len(records) == 2 * 200
+        with pytest.raises(StoreError) as exc:
+            results.differences(9)
+        assert _one_line(exc).startswith("baseline must be a finished grid point")
