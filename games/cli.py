@@ -416,8 +416,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             _write_text(args.output, format_table(differences if args.records else summary, args.format))
             if args.plot:
                 from analysis._figures import check_suffix, save
+                from games.compare import point_label
 
-                title = f"each attack against grid point {args.baseline}, record by record"
+                title = f"each attack against grid point {args.baseline}\n({point_label(args.results, args.baseline)})"
                 path = save(figure_record_differences(differences, title=title), check_suffix(args.plot))
                 print(f"figure written to {path}", file=sys.stderr)
             return 0

@@ -334,7 +334,7 @@ def figure_record_differences(records: pd.DataFrame, *, title: str | None = None
         c
         for c in records.columns
         if c.startswith(("attack.", "mechanism.", "game."))
-        and (c == "attack.name" or records[c].astype(str).nunique() > 1)
+        and (c == "attack.name" or records[c].nunique(dropna=False) > 1)
     ]
     for ax, game in zip(axes[0], games, strict=True):
         part = records[records["game"].astype(str) == game]
@@ -361,5 +361,14 @@ def figure_record_differences(records: pd.DataFrame, *, title: str | None = None
     axes[0][0].set_ylabel("AUC difference from the baseline (paired interval)")
     axes[0][-1].legend(fontsize=7, loc="best")
     if title:
-        figure.suptitle(title)
+        figure.suptitle(title, fontsize=9)
     return figure
+
+
+def point_label(root: str, point: int) -> str:
+    """Grid point ``point``'s swept values as ``key=value`` pairs (section names left out), for a figure's title."""
+    _, _, swept, grid = _read(root)
+    if not 0 <= point < len(grid):
+        raise StoreError(f"grid point must be one of 0 to {len(grid) - 1}, got {point}.")
+    values = grid[point]
+    return ", ".join(f"{k.split('.', 1)[1]}={values[k]}" for k in swept if values.get(k) is not None)

@@ -327,3 +327,13 @@ def test_a_damaged_manifest_is_refused_in_one_line_by_both_comparisons(compared,
         assert main(["report", str(copy), "--compare", *extra]) == 2
         lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
         assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_a_points_label_names_its_swept_values(compared):
+    from games.compare import point_label
+    from games.store import StoreError
+
+    assert point_label(str(compared), 3) == "name=rmia, references=4"
+    assert point_label(str(compared), 0) == "name=lira, online=True"
+    with pytest.raises(StoreError, match="grid point must be one of 0 to 4"):
+        point_label(str(compared), 5)
