@@ -69,7 +69,7 @@ def test_krco_quick_experiment_runs_and_reports(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_attack_comparison_quick_experiment_plays_every_attack_on_the_same_rounds(tmp_path, capsys):
-    """experiments/attacks_compare_quick.toml end to end (measured 58 s on 2 cores): six attacks, both record
+    """experiments/attacks_compare_quick.toml end to end (measured 37.6 s on 2 idle cores): six attacks, both record
     games, the same four targets and the same rounds (one secret sequence per target and game, whatever the
     attack), side by side in ``report --compare``."""
     import io
