@@ -201,6 +201,18 @@ def auc_interval(
     resampling as in the two-sample bootstrap, ch. 8.  Krčo et al. 2025, arXiv:2405.15423 (bootstrap for the AUC).
     """
     s, y = _scores_and_labels(scores, labels)
+    rho, n_boot = _bootstrap_settings(confidence, n_boot, rng)
+    pos, neg = s[y], s[~y]
+    idx_pos = rng.integers(0, pos.size, size=(n_boot, pos.size))
+    idx_neg = rng.integers(0, neg.size, size=(n_boot, neg.size))
+    point, replicates = _replicate_aucs(pos, neg, idx_pos, idx_neg)
+    low, high = np.quantile(replicates, [rho / 2.0, 1.0 - rho / 2.0])
+    return point, float(low), float(high)
+
+
+def _bootstrap_settings(confidence: float, n_boot: int, rng: Any) -> tuple[float, int]:
+    """ρ = 1 − ``confidence`` and ``n_boot``, checked, with a warning when ``n_boot · ρ / 2 < 1`` (too few replicates
+    for the tail quantiles): the AUC intervals' shared settings."""
     rho = 1.0 - check_confidence(confidence)
     n_boot = check_int("n_boot", n_boot, low=1)
     if not isinstance(rng, np.random.Generator):
@@ -209,14 +221,9 @@ def auc_interval(
         warnings.warn(
             f"n_boot = {n_boot} replicates are too few for the {rho / 2:g} and {1 - rho / 2:g} quantiles "
             f"(need n_boot >= {math.ceil(2.0 / rho)}); the interval is unreliable.",
-            stacklevel=2,
+            stacklevel=3,
         )
-    pos, neg = s[y], s[~y]
-    idx_pos = rng.integers(0, pos.size, size=(n_boot, pos.size))
-    idx_neg = rng.integers(0, neg.size, size=(n_boot, neg.size))
-    point, replicates = _replicate_aucs(pos, neg, idx_pos, idx_neg)
-    low, high = np.quantile(replicates, [rho / 2.0, 1.0 - rho / 2.0])
-    return point, float(low), float(high)
+    return rho, n_boot
 
 
 def _replicate_aucs(
@@ -278,6 +285,11 @@ def auc_difference_interval(
     ValueError
         As :func:`auc`, for scores of different lengths, ``confidence`` outside (0, 1) or ``n_boot < 1``.
 
+    Warns
+    -----
+    UserWarning
+        When ``n_boot · ρ / 2 < 1``, as :func:`auc_interval`.
+
     Notes
     -----
     Guarantee: asymptotic only, as :func:`auc_interval`'s.
@@ -288,10 +300,7 @@ def auc_difference_interval(
     """
     a, y = _scores_and_labels(scores_a, labels)
     b, _ = _scores_and_labels(scores_b, labels)
-    rho = 1.0 - check_confidence(confidence)
-    n_boot = check_int("n_boot", n_boot, low=1)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}.")
+    rho, n_boot = _bootstrap_settings(confidence, n_boot, rng)
     n1, n0 = int(y.sum()), int((~y).sum())
     idx_pos = rng.integers(0, n1, size=(n_boot, n1))
     idx_neg = rng.integers(0, n0, size=(n_boot, n0))

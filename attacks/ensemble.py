@@ -8,7 +8,7 @@ The features of a synthetic table, for one target t, are the concatenation of th
   ``numeric_match = "both"``: the ``"ge"`` counts (the order structure around t) and the ``"eq"`` counts (exact
   copies and near-duplicates), which ``"ge"`` alone misses when a reference record dominates t;
 - ``"groundhog"``: Groundhog's per-column statistics, histograms and correlations
-  (:func:`attacks.groundhog.groundhog_features`);
+  (:func:`attacks.groundhog.groundhog_featuriser`);
 - ``"distance"``: the mixed distance of t to its closest synthetic row, the mean of its 5 closest, and the
   number of rows at distance 0 (exact copies of t on every attribute) (:func:`attacks.distance.mixed_distances`);
 - ``"density"``: the log density ratio of :class:`attacks.density.DensityRatio` at t.
@@ -41,7 +41,7 @@ from attacks._base import Attack, FittedAttack
 from attacks._tables import TableSchema
 from attacks.density import log_kernel_density
 from attacks.distance import mixed_distances
-from attacks.groundhog import groundhog_features
+from attacks.groundhog import groundhog_featuriser
 from attacks.knowledge import Knowledge, require_knowledge
 from attacks.queries import CountingQueries
 from attacks.shadow import check_forest_params, fit_featurised
@@ -137,10 +137,7 @@ class Ensemble(Attack):
         if "queries" in self.features:
             parts.append(self._queries().featuriser(knowledge, rng=rng))
         if "groundhog" in self.features:
-            numeric = np.concatenate(
-                [[True] if cats is None else np.zeros(len(cats), dtype=bool) for cats in schema.categories]
-            ).astype(bool)
-            parts.append(lambda release: groundhog_features(schema.one_hot(release), numeric, self.n_bins))
+            parts.append(groundhog_featuriser(schema, self.n_bins))
         if "distance" in self.features:
 
             def distances(release: Any) -> NDArray[np.float32]:

@@ -14,7 +14,7 @@ from attacks._tables import TableSchema
 from attacks.knowledge import require_knowledge
 from attacks.shadow import ShadowClassifier, attack_streams, check_forest_params
 
-__all__ = ["Groundhog", "groundhog_features"]
+__all__ = ["Groundhog", "groundhog_features", "groundhog_featuriser"]
 
 
 def groundhog_features(encoded: NDArray[np.float64], numeric: NDArray[np.bool_], n_bins: int) -> NDArray[np.float32]:
@@ -34,6 +34,19 @@ def groundhog_features(encoded: NDArray[np.float64], numeric: NDArray[np.bool_],
     corr[~np.isfinite(corr)] = 0.0
     upper = corr[np.triu_indices(encoded.shape[1], k=1)]
     return np.concatenate([mean, median, var, *hists, upper]).astype(np.float32)
+
+
+def groundhog_featuriser(schema: TableSchema, n_bins: int) -> Any:
+    """The release → :func:`groundhog_features` function of tables with ``schema`` (one-hot encoded, numeric
+    columns scaled by the schema's ranges)."""
+    numeric = np.concatenate(
+        [[True] if cats is None else np.zeros(len(cats), dtype=bool) for cats in schema.categories]
+    ).astype(bool)
+
+    def featurise(release: Any) -> NDArray[np.float32]:
+        return groundhog_features(schema.one_hot(release), numeric, n_bins)
+
+    return featurise
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +94,7 @@ class Groundhog(Attack):
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedAttack:
         knowledge = require_knowledge(knowledge, self.name)
         shadow_seed, forest_seed = attack_streams(rng, 2)
-        schema = TableSchema.of(knowledge.auxiliary)
-        numeric = np.concatenate(
-            [[True] if cats is None else np.zeros(len(cats), dtype=bool) for cats in schema.categories]
-        ).astype(bool)
-
-        def featurise(release: Any) -> NDArray[np.float32]:
-            return groundhog_features(schema.one_hot(release), numeric, self.n_bins)
-
+        featurise = groundhog_featuriser(TableSchema.of(knowledge.auxiliary), self.n_bins)
         return ShadowClassifier.from_shadows(
             knowledge, featurise, self, shadow_seed=shadow_seed, forest_seed=forest_seed
         )

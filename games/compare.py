@@ -248,6 +248,7 @@ def record_differences(
 
     base_trials = trials_of(baseline)
     base_rounds = {rep: _record_rounds(store.load_outcome(t)) for rep, t in base_trials.items()}
+    base_auc: dict[tuple[int, tuple[str, int]], float] = {}  # each baseline record's AUC, computed once
     out = []
     for point in points:
         if point == baseline:
@@ -267,6 +268,8 @@ def record_differences(
                     )
                 if secret.all() or not secret.any():
                     continue
+                if (rep, key) not in base_auc:
+                    base_auc[rep, key] = auc(base_scores, secret)
                 rng = np.random.default_rng([baseline, point, rep, key[1]])
                 diff, low, high = auc_difference_interval(
                     scores, base_scores, secret, confidence=level, n_boot=replicates, rng=rng
@@ -279,7 +282,7 @@ def record_differences(
                         "repetition": rep,
                         "record": key[1],
                         "auc": auc(scores, secret),
-                        "baseline_auc": auc(base_scores, secret),
+                        "baseline_auc": base_auc[rep, key],
                         "difference": diff,
                         "low": low,
                         "high": high,
