@@ -28,7 +28,7 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check analysis games mechanisms attacks tests benchmarks privgame docs/examples
 	$(BIN)/ruff format --check analysis games mechanisms attacks tests benchmarks privgame docs/examples
-	$(BIN)/mypy analysis games mechanisms attacks privgame
+	$(BIN)/mypy privgame
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_one_run.py

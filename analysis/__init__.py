@@ -1,17 +1,16 @@
 """Estimators, accountants and reporting: arrays and DataFrames in, bounds, tables and figures out.
 
-This package imports nothing from ``games``, ``mechanisms`` or ``attacks``.  Its modules are imported on first
-use (:mod:`analysis._lazy`): ``import analysis`` alone imports neither ``dp_accounting`` nor scipy.
+This package imports nothing of privgame's but :mod:`privgame.core`.  Its modules are imported on first
+use (:mod:`privgame.core._lazy`): ``import privgame.analysis`` alone imports neither ``dp_accounting`` nor scipy.
 """
 
 from typing import TYPE_CHECKING
 
-from analysis._lazy import attach
+from privgame.core._lazy import attach
 
 if TYPE_CHECKING:
-    from analysis import (
+    from privgame.analysis import (
         accounting,
-        cache,
         fdp,
         ladder,
         multi_run,
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "accounting",
-    "cache",
     "fdp",
     "ladder",
     "multi_run",
@@ -39,4 +37,4 @@ __all__ = [
     "vulnerability",
 ]
 
-__getattr__, __dir__ = attach(__name__, {name: f"analysis.{name}" for name in __all__})
+__getattr__, __dir__ = attach(__name__, {name: f"privgame.analysis.{name}" for name in __all__})

@@ -28,7 +28,7 @@ __all__ = [
 
 
 #: Why canaries are taken to be dependent where nobody said otherwise (``Mechanism.canary_dependence``'s default):
-#: the order-statistics audit (:mod:`analysis.order_stats`) is refused on it.
+#: the order-statistics audit (:mod:`privgame.analysis.order_stats`) is refused on it.
 UNSTATED_DEPENDENCE = (
     "the mechanism does not declare its canaries independent channels (canary_dependence = None declares that each "
     "canary's output depends on its own bit alone, through randomness of its own)"

@@ -1,7 +1,7 @@
 """Counting the guesses of a one-run audit at score thresholds: the (r, v) every one-run estimator bounds.
 
-Shared by Steinke et al.'s bound (:mod:`analysis.one_run`) and the f-DP audit (:mod:`analysis.fdp`): r guesses made
-("member" at scores >= t, and "non-member" at scores <= t_low when two-sided), v of them correct, for every
+Shared by Steinke et al.'s bound (:mod:`privgame.analysis.one_run`) and the f-DP audit (:mod:`privgame.analysis.fdp`): r
+guesses made ("member" at scores >= t, and "non-member" at scores <= t_low when two-sided), v of them correct, for every
 threshold candidate at once; and the strategy's choice of the threshold with the counts at it.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from analysis.thresholds import (
+from privgame.analysis.thresholds import (
     BoundsFn,
     ThresholdChoice,
     ThresholdStrategy,
@@ -50,7 +50,7 @@ def choose_and_count(
 ) -> tuple[ThresholdChoice, int, int]:
     """A one-run audit's threshold choice (quantile thresholds, or symmetric pairs when two-sided) and the (r, v)
     of the guesses at the chosen threshold on the part it is bounded on; shared by
-    :mod:`analysis.one_run` and :mod:`analysis.fdp`.
+    :mod:`privgame.analysis.one_run` and :mod:`privgame.analysis.fdp`.
     """
     choice = strategy.choose(
         in_scores,

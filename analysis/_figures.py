@@ -1,9 +1,9 @@
 """The figures' shared plumbing: a figure of its own or a caller's axes, and saving a figure to a file.
 
-Every figure of :mod:`analysis.reporting` and :mod:`analysis.record_risk` is drawn once, by a ``figure_*``
-function that returns the :class:`matplotlib.figure.Figure`; the ``plot_*`` function of the same figure checks the
-file name, calls it and saves the result, so that a file and a notebook's figure come from the same drawing code.
-The figures are plain :class:`~matplotlib.figure.Figure` objects, not pyplot's: drawing one never switches the
+Every figure of :mod:`privgame.analysis.reporting` and :mod:`privgame.analysis.record_risk` is drawn once, by a
+``figure_*`` function that returns the :class:`matplotlib.figure.Figure`; the ``plot_*`` function of the same figure
+checks the file name, calls it and saves the result, so that a file and a notebook's figure come from the same drawing
+code. The figures are plain :class:`~matplotlib.figure.Figure` objects, not pyplot's: drawing one never switches the
 caller's backend, never opens a window, and leaves nothing open in pyplot (a notebook shows a returned figure
 once, and ``Figure.savefig`` writes it without any backend).
 """

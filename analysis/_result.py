@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from analysis._checks import check_confidence, check_delta, check_scores
-from analysis.thresholds import Bonferroni, Explicit, ThresholdChoice, ThresholdStrategy, check_strategy
+from privgame.analysis._checks import check_confidence, check_delta, check_scores
+from privgame.analysis.thresholds import Bonferroni, Explicit, ThresholdChoice, ThresholdStrategy, check_strategy
 
 __all__ = ["AuditResult", "prepare_one_run", "result_from_choice"]
 

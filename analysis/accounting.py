@@ -25,10 +25,10 @@ from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import optimize, special
 
-from analysis._checks import check_delta, check_int, check_real
+from privgame.analysis._checks import check_delta, check_int, check_real
 
 if TYPE_CHECKING:
-    from analysis.cache import ArtefactCache
+    from privgame.core.cache import ArtefactCache
 
 __all__ = [
     "NeighbouringRelation",
@@ -393,7 +393,7 @@ def dpsgd_noise_multiplier(
     """The smallest noise multiplier σ for which DP-SGD with (q, T) is (target ε, δ)-DP, by ``dp_accounting``.
 
     Calibrated once per (ε, δ, q, T, accountant, tol): the answer is kept for the process and, by default, in
-    the artefact cache on disk (:func:`analysis.cache.default_cache_dir`), so a config calibrates σ the first
+    the artefact cache on disk (:func:`privgame.core.cache.default_cache_dir`), so a config calibrates σ the first
     time it runs only.  A damaged cache entry is recomputed.
 
     The search: for q = 1, T steps are the Gaussian mechanism with noise σ/√T, inverted exactly
@@ -417,7 +417,7 @@ def dpsgd_noise_multiplier(
     tol : float, default=1e-4
         The returned σ is at most ``tol`` above the smallest valid σ, never below it.
     cache : ArtefactCache, "default" or None, default="default"
-        Where calibrations are kept across processes: an :class:`analysis.cache.ArtefactCache`, the default
+        Where calibrations are kept across processes: an :class:`privgame.core.cache.ArtefactCache`, the default
         cache directory (skipped if it cannot be created), or ``None`` (this process only).
 
     Returns
@@ -472,7 +472,7 @@ def _calibration_cache(
         return None, None
     from importlib import metadata
 
-    from analysis.cache import ArtefactCache, CacheError, code_fingerprint, default_cache_dir, make_key
+    from privgame.core.cache import ArtefactCache, CacheError, code_fingerprint, default_cache_dir, make_key
 
     store: ArtefactCache
     if cache == "default":

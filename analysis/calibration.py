@@ -59,8 +59,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from analysis._checks import check_confidence, check_int, check_member_matrix, check_real, check_score_matrix
-from analysis.record_risk import auc
+from privgame.analysis._checks import check_confidence, check_int, check_member_matrix, check_real, check_score_matrix
+from privgame.analysis.record_risk import auc
 
 __all__ = [
     "DEFAULT_FPRS",
@@ -1121,7 +1121,7 @@ def pooled_auc(scores: ArrayLike, member: ArrayLike) -> float:
 
     References
     ----------
-    :func:`analysis.record_risk.auc` (Mann–Whitney); the LiRA calibration paper (SPEC §5).
+    :func:`privgame.analysis.record_risk.auc` (Mann–Whitney); the LiRA calibration paper (SPEC §5).
 
     Examples
     --------

@@ -24,7 +24,7 @@ Two ways to choose the bins of numeric columns:
     fidelity reports.
 
 For both, the categorical domain is the column's category list, which the loaders take from public documentation
-(:mod:`games.datasets`); a category list built from the private data (``astype("category")``) leaks the values
+(:mod:`privgame.data`); a category list built from the private data (``astype("category")``) leaks the values
 present in it, and that is the caller's responsibility.
 
 Examples
@@ -54,8 +54,8 @@ from numpy.typing import ArrayLike, NDArray
 if TYPE_CHECKING:
     import pandas as pd
 
-from analysis._checks import check_int
-from analysis._memo import BoundedMemo
+from privgame.analysis._checks import check_int
+from privgame.core._memo import BoundedMemo
 
 __all__ = [
     "INTEGERS",
@@ -344,7 +344,7 @@ def public_ranges(ranges: Mapping[str, tuple[float, float]] | Iterable[tuple[str
     Parameters
     ----------
     ranges : mapping of str to (low, high), or iterable of (column, low, high)
-        Inclusive public bounds of numeric columns, e.g. :data:`games.datasets.ADULT_PUBLIC_RANGES`.
+        Inclusive public bounds of numeric columns, e.g. :data:`privgame.data.ADULT_PUBLIC_RANGES`.
 
     Raises
     ------

@@ -5,22 +5,22 @@ Each name is one ε lower bound computed from the same stored scores:
 ========================  ===========================================================================  ==========
 name                      bound                                                                        game
 ========================  ===========================================================================  ==========
-``steinke``               Steinke, Nasr, Jagielski (2023), Theorem 5.2 (:mod:`analysis.one_run`)       one run
-``fdp``                   the f-DP audit (:mod:`analysis.fdp`) with the mechanism's own family         one run
+``steinke``               Steinke, Nasr, Jagielski (2023), Theorem 5.2 (:mod:`privgame.analysis.one_run`)       one run
+``fdp``                   the f-DP audit (:mod:`privgame.analysis.fdp`) with the mechanism's own family         one run
 ``fdp_pure``              the f-DP audit with the pure (ε, δ) family (sound for every claim)           one run
 ``fdp_gaussian``          the f-DP audit with the μ-GDP family (the Gaussian mechanism's)              one run
 ``fdp_pld``               the f-DP audit with DP-SGD's PLD family for its own q and T                  one run
-``order_stats``           the order-statistics audit (:mod:`analysis.order_stats`), the mechanism's    one run,
+``order_stats``           the order-statistics audit (:mod:`privgame.analysis.order_stats`), the mechanism's    one run,
                           own family; product model only (independent canaries)                        product
 ``order_stats_pure``      ... with the (ε, δ) "four atoms" family (exact)                              product
 ``order_stats_gaussian``  ... with the μ-GDP family                                                    product
 ``order_stats_pld``       ... with DP-SGD's PLD family for its own q and T                             product
-``clopper_pearson``       Clopper–Pearson intervals on FPR and FNR (:mod:`analysis.multi_run`)         runs
+``clopper_pearson``       Clopper–Pearson intervals on FPR and FNR (:mod:`privgame.analysis.multi_run`)         runs
 ``gdp``                   the GDP-derived multi-run bound (Gaussian mechanisms)                        runs
 ========================  ===========================================================================  ==========
 
 The mechanism-matched family (``fdp``) comes from the mechanism's ``PrivacyClaim``
-(:func:`analysis.families.matched_family_name`): pure for randomized response and PrivBayes, Gaussian for the
+(:func:`privgame.analysis.families.matched_family_name`): pure for randomized response and PrivBayes, Gaussian for the
 Gaussian mechanism, PLD for DP-SGD.  A named family that does not contain the mechanism's trade-off curve can give
 a "bound" above its true ε (SPEC §1: 1.646 at true ε = 1), so it is refused unless ``allow_unmatched_family`` is
 set, and then its column says so (``fdp_gaussian_unmatched``).
@@ -42,9 +42,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis._checks import UNSTATED_DEPENDENCE
-from analysis._result import AuditResult
-from analysis.families import FAMILY_NAMES, CurveFamily, family_for_claim, matched_family_name, unmatched_reason
+from privgame.analysis._checks import UNSTATED_DEPENDENCE
+from privgame.analysis._result import AuditResult
+from privgame.analysis.families import (
+    FAMILY_NAMES,
+    CurveFamily,
+    family_for_claim,
+    matched_family_name,
+    unmatched_reason,
+)
 
 __all__ = [
     "ESTIMATORS",
@@ -172,7 +178,7 @@ def resolve_estimators(
 def bound_from_counts(estimator: Estimator, m: int, r: int, v: int, *, confidence: float, delta: float) -> float:
     """A one-run estimator's ε lower bound from v correct guesses of r, with m canaries (a rule fixed in advance,
     such as top-k or the released bits)."""
-    from analysis import fdp, one_run, order_stats
+    from privgame.analysis import fdp, one_run, order_stats
 
     if estimator.name in MULTI_RUN:
         raise ValueError(f"{estimator.name!r} bounds repeated runs, not one run's guess counts.")
@@ -193,8 +199,8 @@ def bound_from_scores(
     two_sided: bool = False,
 ) -> AuditResult:
     """An estimator's bound from member and non-member scores, the threshold chosen by ``threshold``
-    (:mod:`analysis.thresholds`; Bonferroni over 100 label-free candidates by default)."""
-    from analysis import fdp, multi_run, one_run, order_stats
+    (:mod:`privgame.analysis.thresholds`; Bonferroni over 100 label-free candidates by default)."""
+    from privgame.analysis import fdp, multi_run, one_run, order_stats
 
     common = {"confidence": confidence, "delta": delta, "threshold": threshold}
     if estimator.name == "clopper_pearson":

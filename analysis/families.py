@@ -1,10 +1,10 @@
 """Families of trade-off curves indexed by one privacy parameter, and the family that matches a mechanism's claim.
 
-The one-run f-DP audit (:mod:`analysis.fdp`) bounds the largest member of a family that the guesses reject.  That is
-a bound on the mechanism's ε only if its true trade-off curve lies in (or above) the family: pure ε for randomized
-response and PrivBayes, μ-GDP for the Gaussian mechanism, the PLD of the subsampled Gaussian for DP-SGD.  Pairing
-a family with the wrong mechanism gives "bounds" above the true ε (the Gaussian family on randomized response with
-true ε = 1 gives 1.646, SPEC §1).
+The one-run f-DP audit (:mod:`privgame.analysis.fdp`) bounds the largest member of a family that the guesses reject.
+That is a bound on the mechanism's ε only if its true trade-off curve lies in (or above) the family: pure ε for
+randomized response and PrivBayes, μ-GDP for the Gaussian mechanism, the PLD of the subsampled Gaussian for DP-SGD.
+Pairing a family with the wrong mechanism gives "bounds" above the true ε (the Gaussian family on randomized response
+with true ε = 1 gives 1.646, SPEC §1).
 
 References
 ----------
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from analysis._checks import check_delta, check_int, check_real
-from analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, TradeOffCurve, dpsgd_pld, gdp_epsilon
+from privgame.analysis._checks import check_delta, check_int, check_real
+from privgame.analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, TradeOffCurve, dpsgd_pld, gdp_epsilon
 
 __all__ = [
     "FAMILIES",

@@ -1,7 +1,7 @@
 """The one-run f-DP audit of Mahloujifar, Melis and Chaudhuri (2024), "Auditing f-Differential Privacy in One Run".
 
-Same game as :mod:`analysis.one_run` (m canaries, each included independently with probability 1/2, one run of the
-mechanism, r guesses of which v are correct), but the hypothesis tested is a whole trade-off curve f rather than a
+Same game as :mod:`privgame.analysis.one_run` (m canaries, each included independently with probability 1/2, one run of
+the mechanism, r guesses of which v are correct), but the hypothesis tested is a whole trade-off curve f rather than a
 single (ε, δ) pair.  Algorithm 3 of [1]_ (guesses capped at r) decides whether v correct guesses out of r are too
 many for an f-DP mechanism at significance τ; the lower bound is the largest member of a one-parameter family of
 curves that is rejected.
@@ -36,12 +36,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
 
-from analysis._checks import check_confidence, check_counts, check_delta, check_int, check_real
-from analysis._counting import choose_and_count, guess_counts
-from analysis._result import AuditResult, prepare_one_run, result_from_choice
-from analysis.families import CurveFamily, resolve_family
-from analysis.thresholds import ThresholdStrategy
-from analysis.tradeoff import Pieces, TradeOffCurve
+from privgame.analysis._checks import check_confidence, check_counts, check_delta, check_int, check_real
+from privgame.analysis._counting import choose_and_count, guess_counts
+from privgame.analysis._result import AuditResult, prepare_one_run, result_from_choice
+from privgame.analysis.families import CurveFamily, resolve_family
+from privgame.analysis.thresholds import ThresholdStrategy
+from privgame.analysis.tradeoff import Pieces, TradeOffCurve
 
 __all__ = ["FdpAudit", "audit_scores", "epsilon_lower_bound", "reject"]
 
@@ -313,7 +313,7 @@ def epsilon_lower_bound(
     the search (doubling bracket, then Brent's method on the margin ``r_0 + h_0 - r/m``) finds its end; the
     returned θ is moved down by the tolerance so that it is itself rejected.
 
-    For pure DP at δ = 0, Steinke et al.'s test (:func:`analysis.one_run.epsilon_lower_bound`) is exact for
+    For pure DP at δ = 0, Steinke et al.'s test (:func:`privgame.analysis.one_run.epsilon_lower_bound`) is exact for
     randomized response, so this bound cannot exceed it (it is 0.2-1.5 % lower on expected counts); it gains when
     Steinke's δ term 2mδ is 1 or more, and with non-pure curves.
 
@@ -406,7 +406,7 @@ def audit_scores(
     delta : float, default=0.0
     confidence : float, default=0.95
     threshold : ThresholdStrategy, default=Bonferroni(100)
-        As for :func:`analysis.one_run.audit_scores` (one threshold, or ``(t_low, t_high)`` when two-sided).
+        As for :func:`privgame.analysis.one_run.audit_scores` (one threshold, or ``(t_low, t_high)`` when two-sided).
     two_sided : bool, default=False
     k : int, default=2
 

@@ -4,8 +4,8 @@ On Gaussian scores (members N(μ, 1), non-members N(0, 1): a μ-GDP mechanism se
 true ε at δ is known, so the ladder shows how much each estimator gives away — the figure a paper on bound
 tightness needs.  ``privgame report DIR --ladder FILE`` draws it for the stored scores of an experiment.
 
-The order-statistics audit (:mod:`analysis.order_stats`, :data:`PRODUCT_MODEL`) holds only where every canary is
-its own independent channel; :func:`ladder` gives it as NaN when told the scores' canaries are not
+The order-statistics audit (:mod:`privgame.analysis.order_stats`, :data:`PRODUCT_MODEL`) holds only where every canary
+is its own independent channel; :func:`ladder` gives it as NaN when told the scores' canaries are not
 (``dependence``, the mechanism's ``canary_dependence``).  Idealised Gaussian scores are a product model.
 """
 
@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from analysis import multi_run, one_run
-from analysis.accounting import gaussian_epsilon
-from analysis.thresholds import Bonferroni, ThresholdStrategy
+from privgame.analysis import multi_run, one_run
+from privgame.analysis.accounting import gaussian_epsilon
+from privgame.analysis.thresholds import Bonferroni, ThresholdStrategy
 
 __all__ = ["LADDER", "PRODUCT_MODEL", "gaussian_ladder", "ladder", "plot_ladder"]
 
@@ -32,7 +32,7 @@ Estimator = Callable[[np.ndarray, np.ndarray, float, float, ThresholdStrategy], 
 
 def _fdp(family: str) -> Estimator:
     def run(a: np.ndarray, b: np.ndarray, confidence: float, delta: float, threshold: ThresholdStrategy) -> float:
-        from analysis import fdp
+        from privgame.analysis import fdp
 
         if family == "gaussian" and delta <= 0:
             return math.nan
@@ -43,7 +43,7 @@ def _fdp(family: str) -> Estimator:
 
 def _order_stats(family: str) -> Estimator:
     def run(a: np.ndarray, b: np.ndarray, confidence: float, delta: float, threshold: ThresholdStrategy) -> float:
-        from analysis import order_stats
+        from privgame.analysis import order_stats
 
         if family == "gaussian" and delta <= 0:
             return math.nan

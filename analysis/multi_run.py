@@ -26,9 +26,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
-from analysis._checks import check_confidence, check_delta, check_scores
-from analysis._result import AuditResult, result_from_choice
-from analysis.thresholds import (
+from privgame.analysis._checks import check_confidence, check_delta, check_scores
+from privgame.analysis._result import AuditResult, result_from_choice
+from privgame.analysis.thresholds import (
     Bonferroni,
     BoundsFn,
     Explicit,

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special, stats
 
-from analysis._checks import (
+from privgame.analysis._checks import (
     check_confidence,
     check_counts,
     check_delta,
@@ -33,9 +33,9 @@ from analysis._checks import (
     check_real,
     check_scores,
 )
-from analysis._counting import choose_and_count, guess_counts
-from analysis._result import AuditResult, prepare_one_run, result_from_choice
-from analysis.thresholds import (
+from privgame.analysis._counting import choose_and_count, guess_counts
+from privgame.analysis._result import AuditResult, prepare_one_run, result_from_choice
+from privgame.analysis.thresholds import (
     ThresholdStrategy,
     warn_delta_term,
 )
@@ -477,7 +477,7 @@ def audit_scores(
     confidence : float, default=0.95
     delta : float, default=0.0
     threshold : ThresholdStrategy, default=Bonferroni(100)
-        How the threshold is chosen (:mod:`analysis.thresholds`).  One-sided guessing takes one threshold t
+        How the threshold is chosen (:mod:`privgame.analysis.thresholds`).  One-sided guessing takes one threshold t
         ("member" at scores ≥ t, abstain below); two-sided takes ``(t_low, t_high)``.
     two_sided : bool, default=False
         Also guess "non-member" for scores ≤ t_low (the k₋ lowest), as in the paper's audit.

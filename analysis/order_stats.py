@@ -1,7 +1,7 @@
 """The order-statistics one-run audit of Xiang, Wang, Xiao, Tian and Wang (2025), "Tight Privacy Audit in One Run".
 
-Same game as :mod:`analysis.one_run` (m canaries, each included independently with probability 1/2, one run of the
-mechanism, the auditor releases r guesses — its most confident ones — and abstains on the rest, v released guesses
+Same game as :mod:`privgame.analysis.one_run` (m canaries, each included independently with probability 1/2, one run of
+the mechanism, the auditor releases r guesses — its most confident ones — and abstains on the rest, v released guesses
 correct), but a sharper test, valid under a stronger hypothesis: **every canary's bit passes through its own,
 independent copy of a channel (P_θ, Q_θ)** whose trade-off curve is a member f_θ of a one-parameter family (the
 *product model*).
@@ -12,9 +12,9 @@ independent copy of a channel (P_θ, Q_θ)** whose trade-off curve is a member f
    one trained model, a synthetic-data generator, PANORAMIA's pairs, any mechanism with shared randomness) this is
    not a valid test of "the mechanism is f_θ-DP for each canary": a mechanism that is exactly 1-GDP per canary but
    shares one coin among them makes it report ε far above the truth far more often than its confidence allows
-   (:mod:`games.validity` plays it).  privgame's white-box Dirac DP-SGD, randomized response per canary and the
+   (:mod:`privgame.games.validity` plays it).  privgame's white-box Dirac DP-SGD, randomized response per canary and the
    Gaussian mechanism per coordinate are product models by construction; a mechanism declares it through
-   ``Mechanism.canary_dependence`` and :mod:`analysis.estimators` refuses the estimator elsewhere.
+   ``Mechanism.canary_dependence`` and :mod:`privgame.analysis.estimators` refuses the estimator elsewhere.
 
 The test, for a symmetric trade-off curve f (the channel's canonical form: each canary's output summarised by the
 optimal guess and its confidence):
@@ -58,12 +58,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special, stats
 
-from analysis._checks import check_confidence, check_counts, check_delta, check_int
-from analysis._counting import choose_and_count, guess_counts
-from analysis._result import AuditResult, prepare_one_run, result_from_choice
-from analysis.families import CurveFamily, resolve_family
-from analysis.thresholds import ThresholdStrategy
-from analysis.tradeoff import GaussianCurve, PureDPCurve, TradeOffCurve
+from privgame.analysis._checks import check_confidence, check_counts, check_delta, check_int
+from privgame.analysis._counting import choose_and_count, guess_counts
+from privgame.analysis._result import AuditResult, prepare_one_run, result_from_choice
+from privgame.analysis.families import CurveFamily, resolve_family
+from privgame.analysis.thresholds import ThresholdStrategy
+from privgame.analysis.tradeoff import GaussianCurve, PureDPCurve, TradeOffCurve
 
 __all__ = ["OrderStatsAudit", "audit_scores", "epsilon_lower_bound", "mean_error", "p_value", "reject"]
 
@@ -299,7 +299,7 @@ def p_value(
     -------
     float
         ``P[V' >= v]`` for V' the correct guesses of the optimal auditor of the canonical f-channel: exact for a
-        :class:`~analysis.tradeoff.PureDPCurve` (the four-atom channel) and when every guess is released
+        :class:`~privgame.analysis.tradeoff.PureDPCurve` (the four-atom channel) and when every guess is released
         (r = m: W = 0); otherwise an upper bound within about 1/``resolution`` of itself.
 
     Notes
@@ -418,7 +418,7 @@ def epsilon_lower_bound(
 
     .. warning::
        Valid only when every canary is its own independent channel (the module docstring); the family must contain
-       that channel's trade-off curve, as for :func:`analysis.fdp.epsilon_lower_bound`.
+       that channel's trade-off curve, as for :func:`privgame.analysis.fdp.epsilon_lower_bound`.
 
     Parameters
     ----------
@@ -430,8 +430,8 @@ def epsilon_lower_bound(
     v : int
         Correct released guesses, ``0 <= v <= r``.
     family : {"pure", "gaussian"} or CurveFamily
-        As :func:`analysis.fdp.epsilon_lower_bound` (``"pure"``: (ε, δ) at the given δ — exact here; a
-        :func:`analysis.families.dpsgd_family` for DP-SGD).
+        As :func:`privgame.analysis.fdp.epsilon_lower_bound` (``"pure"``: (ε, δ) at the given δ — exact here; a
+        :func:`privgame.analysis.families.dpsgd_family` for DP-SGD).
     delta : float, default=0.0
     confidence : float, default=0.95
 
@@ -442,7 +442,7 @@ def epsilon_lower_bound(
     Raises
     ------
     TypeError, ValueError
-        For counts, δ, confidence or family as :func:`analysis.fdp.epsilon_lower_bound` refuses them.
+        For counts, δ, confidence or family as :func:`privgame.analysis.fdp.epsilon_lower_bound` refuses them.
 
     Warns
     -----
@@ -461,7 +461,8 @@ def epsilon_lower_bound(
     Cost: a p-value evaluates ē at a few hundred levels of W (every 16th of the grid, then the stretches where the
     integrand rises), each a bracketing search of about ten ``f̄⁻¹`` calls, independent of m; the pure family's is
     an exact sum over the revealing outputs (one term when δ = 0).  Measured on 2 cores: 0.1-0.2 s per bound for
-    μ-GDP at any m, about 1 s per PLD composition for DP-SGD's family (shared with :mod:`analysis.fdp`'s cache).
+    μ-GDP at any m, about 1 s per PLD composition for DP-SGD's family (shared with :mod:`privgame.analysis.fdp`'s
+    cache).
 
     Examples
     --------

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from analysis._checks import check_confidence, check_membership, check_scores
-from analysis.one_run import _epsilon_lower_bound
-from analysis.thresholds import (
+from privgame.analysis._checks import check_confidence, check_membership, check_scores
+from privgame.analysis.one_run import _epsilon_lower_bound
+from privgame.analysis.thresholds import (
     Bonferroni,
     Explicit,
     ThresholdChoice,
@@ -123,7 +123,7 @@ def members_only_bounds(
 ) -> NDArray[np.float64]:
     """One-run pure-DP lower bound (δ = 0) of the members-only guessing rule at each candidate threshold.
 
-    This is the ``bounds`` function PANORAMIA hands to a :class:`~analysis.thresholds.ThresholdStrategy`.
+    This is the ``bounds`` function PANORAMIA hands to a :class:`~privgame.analysis.thresholds.ThresholdStrategy`.
 
     Parameters
     ----------
@@ -394,7 +394,7 @@ def measure(
     confidence : float, default=0.95
         Joint confidence ``1 − β`` of the two bounds, in (0, 1).  Each bound is computed at significance β/2.
     thresholds : ThresholdStrategy, default=Bonferroni(100)
-        How the threshold of each classifier is chosen (:mod:`analysis.thresholds`).  ``Bonferroni(G)`` tries G
+        How the threshold of each classifier is chosen (:mod:`privgame.analysis.thresholds`).  ``Bonferroni(G)`` tries G
         quantiles of each classifier's pooled test scores (label-free) at β/2/G each; ``Explicit(t)`` one fixed
         threshold at β/2; ``Split`` chooses on one part of the test set and bounds on the rest at β/2.
 

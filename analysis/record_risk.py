@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from analysis._checks import check_confidence, check_int, check_membership, check_real, check_scores
-from analysis._figures import check_suffix, new_axes, root_figure, save
+from privgame.analysis._checks import check_confidence, check_int, check_membership, check_real, check_scores
+from privgame.analysis._figures import check_suffix, new_axes, root_figure, save
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -498,7 +498,7 @@ def miss_rate_table(
     DataFrame
         One row per threshold, columns ``t`` (float), ``n_high_risk`` (records with model-seeded risk ≥ t),
         ``n_missed`` (those of them with traditional risk < t) and ``miss_rate`` (their ratio; NaN where
-        ``n_high_risk`` is 0, printed "none" by :func:`analysis.reporting.format_table`).
+        ``n_high_risk`` is 0, printed "none" by :func:`privgame.analysis.reporting.format_table`).
 
     Examples
     --------

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._figures import check_suffix, new_axes, root_figure, save
+from privgame.analysis._figures import check_suffix, new_axes, root_figure, save
 
 if TYPE_CHECKING:  # tables arrive as DataFrames; pandas itself is not needed to format them
     import pandas as pd

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_int, check_real
+from privgame.analysis._checks import check_int, check_real
 
 __all__ = [
     "Bonferroni",

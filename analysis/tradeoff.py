@@ -1,8 +1,8 @@
 """Trade-off curves: the f of f-DP, for pure/approximate DP, Gaussian DP and DP-SGD's PLD.
 
 A mechanism is f-DP [1]_ when every test between its outputs on two neighbouring inputs has type-II error at least
-f(type-I error).  The one-run f-DP audit (:mod:`analysis.fdp`) uses a curve only through the inverse of its blow-up
-``f̄(x) = 1 - f(x)``; the families it searches over are in :mod:`analysis.families`.
+f(type-I error).  The one-run f-DP audit (:mod:`privgame.analysis.fdp`) uses a curve only through the inverse of its
+blow-up ``f̄(x) = 1 - f(x)``; the families it searches over are in :mod:`privgame.analysis.families`.
 
 References
 ----------
@@ -28,7 +28,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from analysis._checks import check_delta, check_int, check_real
+from privgame.analysis._checks import check_delta, check_int, check_real
 
 __all__ = ["GaussianCurve", "PLDCurve", "Pieces", "PureDPCurve", "TradeOffCurve", "dpsgd_pld", "gdp_epsilon"]
 

@@ -1,7 +1,7 @@
 """The interface every attack implements, and what a fitted attack is.
 
 An attack is a frozen, picklable dataclass of its parameters only.  ``fit(knowledge, rng=...)`` learns from what
-the game lets the adversary know (an :class:`attacks.knowledge.Knowledge`: auxiliary data, the target, the
+the game lets the adversary know (an :class:`privgame.attacks.knowledge.Knowledge`: auxiliary data, the target, the
 released dataset's size, black-box access to the mechanism; ``None`` when the game offers nothing) and returns a
 *fitted attack*, a separate object holding what was learned (a trained classifier, per-target statistics).
 Attacks with nothing to learn are their own fitted attack: ``fit`` returns ``self``.
@@ -64,7 +64,7 @@ class Attack(ABC):
     def memory_bytes(self, n_releases: int, n_columns: int) -> int:
         """Estimated peak memory in bytes of fitting on ``n_releases`` shadow releases of ``n_columns`` columns.
 
-        Checked with the config, before anything runs (see :meth:`mechanisms._base.Mechanism.memory_bytes`);
+        Checked with the config, before anything runs (see :meth:`privgame.mechanisms._base.Mechanism.memory_bytes`);
         attacks with nothing to learn need none beyond the game's own arrays.
         """
         return 0
@@ -78,7 +78,7 @@ class LeaveOneOutAttack(Attack):
     """An attack the efficient evaluation plays (``games/lira.py``): M models on random halves of a pool, each model
     in turn the target and the M − 1 others its reference (shadow) models, scored from their confidences alone.
 
-    Implementations: :class:`attacks.lira.LiRA` and :class:`attacks.rmia.RMIA`.
+    Implementations: :class:`privgame.attacks.lira.LiRA` and :class:`privgame.attacks.rmia.RMIA`.
     """
 
     __slots__ = ()

@@ -64,9 +64,9 @@ class TableSchema:
         values.  The release's own category order is never trusted.
 
         A missing categorical value, or one outside the schema's categories, is −1; a missing numeric value is
-        NaN.  Both match nothing, themselves included: :func:`attacks.queries.match_masks` never counts a −1 or NaN
-        row or target as a match, :func:`attacks.distance.mixed_distances` counts it as differing (by 1), and
-        :meth:`one_hot` puts a −1 in no category's column.
+        NaN.  Both match nothing, themselves included: :func:`privgame.attacks.queries.match_masks` never counts a −1 or
+        NaN row or target as a match, :func:`privgame.attacks.distance.mixed_distances` counts it as differing (by 1),
+        and :meth:`one_hot` puts a −1 in no category's column.
         """
         self.check(table)
         out = np.empty(table.shape, dtype=np.float64)

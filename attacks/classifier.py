@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from attacks._base import Attack
-from mechanisms._base import Mechanism
+from privgame.attacks._base import Attack
+from privgame.mechanisms._base import Mechanism
 
 __all__ = ["SIGNALS", "ClassifierMIA", "FittedClassifierMIA", "LabelledExamples"]
 
@@ -38,7 +38,7 @@ SIGNALS = ("loss", "logits", "loss+logits", "none")
 
 
 def _default_classifier() -> Mechanism:
-    from mechanisms.training.trees import GradientBoostedTrees
+    from privgame.mechanisms.training.trees import GradientBoostedTrees
 
     return GradientBoostedTrees(max_iter=100, max_features=1.0)
 
@@ -50,7 +50,7 @@ class LabelledExamples:
     Attributes
     ----------
     x : ndarray of shape (n, d), float32
-        The examples, encoded (:mod:`games.datasets.features`).
+        The examples, encoded (:mod:`privgame.data.features`).
     y : ndarray of shape (n,), int64
         Their task labels (the target's classes), which the loss needs.
     member : ndarray of shape (n,), bool
@@ -137,7 +137,7 @@ class ClassifierMIA(Attack):
         ValueError
             If the training examples lack members or non-members.
         """
-        from mechanisms.training.data import TrainingData
+        from privgame.mechanisms.training.data import TrainingData
 
         if not isinstance(knowledge, LabelledExamples):
             raise TypeError(f"attack 'classifier-mia' is fitted on LabelledExamples, got {type(knowledge).__name__}.")
@@ -170,7 +170,7 @@ class FittedClassifierMIA:
 
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
         """P(member) of the examples ``targets`` under the signal of ``release`` (higher = member)."""
-        from mechanisms.training.release import LookupRelease
+        from privgame.mechanisms.training.release import LookupRelease
 
         idx = np.asarray(targets, dtype=np.intp)
         if isinstance(self.classifier, LookupRelease):  # found by their exact bytes: computed as fit declared them

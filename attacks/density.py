@@ -3,7 +3,7 @@
 A generator that overfits puts more synthetic mass near its training records than the population holds there.
 DOMIAS scores a target by the ratio of two density estimates at it: of the synthetic data over that of reference
 data from the population.  privgame's estimator is a kernel density on the mixed distance of
-:func:`attacks.distance.mixed_distances` (categorical attributes that differ, plus each numeric attribute's
+:func:`privgame.attacks.distance.mixed_distances` (categorical attributes that differ, plus each numeric attribute's
 absolute difference scaled by the auxiliary range, capped at 1):
 
     p̂_S(t) = (1/|S|) Σ_{s ∈ S} exp(−D(t, s)/h),        score(t) = log p̂_S(t) − log p̂_A(t),
@@ -32,12 +32,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from analysis._checks import check_int, check_real
-from attacks._base import Attack
-from attacks._tables import TableSchema
-from attacks.distance import FittedStatistic, _fit_threshold, mixed_distances
-from attacks.knowledge import require_knowledge
-from attacks.shadow import MAX_SHADOWS
+from privgame.analysis._checks import check_int, check_real
+from privgame.attacks._base import Attack
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.distance import FittedStatistic, _fit_threshold, mixed_distances
+from privgame.attacks.knowledge import require_knowledge
+from privgame.attacks.shadow import MAX_SHADOWS
 
 __all__ = ["DensityRatio", "log_kernel_density"]
 
@@ -66,8 +66,8 @@ class DensityRatio(Attack):
 
     Notes
     -----
-    Threat model: :mod:`attacks.knowledge`; the auxiliary records are the reference data of the population.  The
-    estimator and its edge cases are in the module docstring.
+    Threat model: :mod:`privgame.attacks.knowledge`; the auxiliary records are the reference data of the population.
+    The estimator and its edge cases are in the module docstring.
     """
 
     name: ClassVar[str] = "density-ratio"

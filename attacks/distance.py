@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
-from attacks._base import Attack
-from attacks._tables import TableSchema
-from attacks.knowledge import Knowledge, require_knowledge
-from attacks.shadow import MAX_SHADOWS, attack_streams, best_threshold, shadow_features
+from privgame.analysis._checks import check_int
+from privgame.attacks._base import Attack
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.knowledge import Knowledge, require_knowledge
+from privgame.attacks.shadow import MAX_SHADOWS, attack_streams, best_threshold, shadow_features
 
 __all__ = ["ClosestDistance", "ExactCopies", "FittedStatistic", "mixed_distances"]
 
@@ -70,7 +70,7 @@ class ClosestDistance(Attack):
 
     Notes
     -----
-    Threat model: :mod:`attacks.knowledge`.  The distance counts differing categorical attributes and adds each
+    Threat model: :mod:`privgame.attacks.knowledge`.  The distance counts differing categorical attributes and adds each
     numeric attribute's absolute difference scaled by the auxiliary data's range (at most 1): the Hamming distance
     of SPEC §7 on all-categorical tables.
 

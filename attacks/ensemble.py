@@ -4,20 +4,21 @@ into one shadow classifier.
 The features of a synthetic table, for one target t, are the concatenation of the families named in
 ``features`` (in this order):
 
-- ``"queries"``: TAPAS's counting queries on t (:class:`attacks.queries.CountingQueries`), by default with
+- ``"queries"``: TAPAS's counting queries on t (:class:`privgame.attacks.queries.CountingQueries`), by default with
   ``numeric_match = "both"``: the ``"ge"`` counts (the order structure around t) and the ``"eq"`` counts (exact
   copies and near-duplicates), which ``"ge"`` alone misses when a reference record dominates t;
 - ``"groundhog"``: Groundhog's per-column statistics, histograms and correlations
-  (:func:`attacks.groundhog.groundhog_featuriser`);
+  (:func:`privgame.attacks.groundhog.groundhog_featuriser`);
 - ``"distance"``: the mixed distance of t to its closest synthetic row, the mean of its 5 closest, and the
-  number of rows at distance 0 (exact copies of t on every attribute) (:func:`attacks.distance.mixed_distances`);
-- ``"density"``: the log density ratio of :class:`attacks.density.DensityRatio` at t.
+  number of rows at distance 0 (exact copies of t on every attribute)
+  (:func:`privgame.attacks.distance.mixed_distances`);
+- ``"density"``: the log density ratio of :class:`privgame.attacks.density.DensityRatio` at t.
 
 A RandomForest learns from the features of shadow tables (half generated with t in the input, half without),
-standardised on the shadows, as every shadow-modelling attack here does (:class:`attacks.shadow.ShadowClassifier`).
-The shadows are built from the attack's stream 0, as those of the other shadow attacks, so on the same target and
-knowledge the ensemble, TAPAS and Groundhog train on the same shadow tables (and share them through the artefact
-cache).
+standardised on the shadows, as every shadow-modelling attack here does
+(:class:`privgame.attacks.shadow.ShadowClassifier`). The shadows are built from the attack's stream 0, as those of the
+other shadow attacks, so on the same target and knowledge the ensemble, TAPAS and Groundhog train on the same shadow
+tables (and share them through the artefact cache).
 
 References
 ----------
@@ -36,15 +37,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import check_int, check_real
-from attacks._base import Attack, FittedAttack
-from attacks._tables import TableSchema
-from attacks.density import log_kernel_density
-from attacks.distance import mixed_distances
-from attacks.groundhog import groundhog_featuriser
-from attacks.knowledge import Knowledge, require_knowledge
-from attacks.queries import CountingQueries
-from attacks.shadow import check_forest_params, fit_featurised
+from privgame.analysis._checks import check_int, check_real
+from privgame.attacks._base import Attack, FittedAttack
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.density import log_kernel_density
+from privgame.attacks.distance import mixed_distances
+from privgame.attacks.groundhog import groundhog_featuriser
+from privgame.attacks.knowledge import Knowledge, require_knowledge
+from privgame.attacks.queries import CountingQueries
+from privgame.attacks.shadow import check_forest_params, fit_featurised
 
 __all__ = ["ENSEMBLE_FEATURES", "Ensemble"]
 
@@ -62,7 +63,8 @@ class Ensemble(Attack):
     features : tuple of str, default=("queries", "groundhog", "distance", "density")
         The feature families stacked (see the module docstring), each at most once.
     subsets, numeric_match, orders
-        The counting queries' (:class:`attacks.queries.CountingQueries`); ``numeric_match`` defaults to ``"both"``.
+        The counting queries' (:class:`privgame.attacks.queries.CountingQueries`); ``numeric_match`` defaults to
+        ``"both"``.
     n_bins : int, default=10
         Groundhog's histogram bins.
     bandwidth : float, default=0.5
@@ -76,7 +78,7 @@ class Ensemble(Attack):
 
     Notes
     -----
-    Threat model: :mod:`attacks.knowledge` (auxiliary data, the target, n, black-box generator access), as for
+    Threat model: :mod:`privgame.attacks.knowledge` (auxiliary data, the target, n, black-box generator access), as for
     each family alone.  Cost: the shadows of one TAPAS attack (the generator runs dominate), plus each family's
     features per table.
     """

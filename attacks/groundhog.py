@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
-from attacks._base import Attack, FittedAttack
-from attacks._tables import TableSchema
-from attacks.knowledge import require_knowledge
-from attacks.shadow import ShadowClassifier, attack_streams, check_forest_params
+from privgame.analysis._checks import check_int
+from privgame.attacks._base import Attack, FittedAttack
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.knowledge import require_knowledge
+from privgame.attacks.shadow import ShadowClassifier, attack_streams, check_forest_params
 
 __all__ = ["Groundhog", "groundhog_features", "groundhog_featuriser"]
 
@@ -65,7 +65,7 @@ class Groundhog(Attack):
 
     Notes
     -----
-    Threat model: :mod:`attacks.knowledge`.  The table is one-hot encoded (every public category) with numeric
+    Threat model: :mod:`privgame.attacks.knowledge`.  The table is one-hot encoded (every public category) with numeric
     columns scaled to [0, 1]; the features are each encoded column's mean, median and variance, the numeric
     columns' histograms and the upper triangle of the correlation matrix.  Unlike the counting queries these
     features are not specific to the target: Groundhog detects the target through its effect on the table's

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_scores
-from attacks._base import Attack
+from privgame.analysis._checks import check_scores
+from privgame.attacks._base import Attack
 
 __all__ = ["Identity"]
 

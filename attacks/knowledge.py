@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
-from analysis.cache import ArtefactCache
-from mechanisms._base import Mechanism
-from mechanisms.cached import cached_release_many
+from privgame.analysis._checks import check_int
+from privgame.core.cache import ArtefactCache
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.cached import cached_release_many
 
 __all__ = ["BlackBox", "Knowledge", "require_knowledge"]
 
@@ -40,7 +40,7 @@ class BlackBox:
     mechanism : Mechanism
         The mechanism under audit; its parameters are public (Kerckhoffs), its private input is not here.
     cache : ArtefactCache or None, default=None
-        Where releases are cached by content (:mod:`mechanisms.cached`); ``None`` recomputes every run.
+        Where releases are cached by content (:mod:`privgame.mechanisms.cached`); ``None`` recomputes every run.
     progress : callable or None, default=None
         Called with the number of runs finished, for progress lines.
 
@@ -86,7 +86,7 @@ class Knowledge:
     encoder : callable or None, default=None
         The public encoding of records as model inputs, ``encoder(table) -> (x, y)`` (float32 features, int64
         labels), for attacks on trained models: the games on models give the encoding their mechanism's inputs use
-        (:mod:`games.datasets.features`, built from the public domain only).  ``None`` for games on tables.
+        (:mod:`privgame.data.features`, built from the public domain only).  ``None`` for games on tables.
     raw_columns : callable or None, default=None
         ``raw_columns(table) -> DataFrame``: the records as the data set's own columns, the label left out, as a
         model that does its own preprocessing reads them (``TrainingData.frame``; ``sklearn`` with
@@ -127,7 +127,7 @@ def require_knowledge(knowledge: Any, attack: str) -> Knowledge:
     """``knowledge`` itself, or a TypeError naming the attack that needs it."""
     if not isinstance(knowledge, Knowledge):
         raise TypeError(
-            f"attack {attack!r} needs an attacks.knowledge.Knowledge (a record-level game gives one), "
+            f"attack {attack!r} needs a privgame.attacks.knowledge.Knowledge (a record-level game gives one), "
             f"got {type(knowledge).__name__}."
         )
     return knowledge

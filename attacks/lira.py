@@ -1,8 +1,8 @@
 """The likelihood-ratio attack (LiRA) of Carlini et al. (2022): per-example Gaussians of the shadow models' scores.
 
 For a target x with label y, a model's *score* is its logit-scaled confidence φ = log p_y − log Σ_{y'≠y} p_{y'}
-(:meth:`mechanisms.training.release.ModelRelease.confidence`).  Shadow models trained with x (IN) and without it
-(OUT) give two sets of scores; LiRA fits a Gaussian to each, N(μ_in, σ²_in) and N(μ_out, σ²_out), with the means
+(:meth:`privgame.mechanisms.training.release.ModelRelease.confidence`).  Shadow models trained with x (IN) and without
+it (OUT) give two sets of scores; LiRA fits a Gaussian to each, N(μ_in, σ²_in) and N(μ_out, σ²_out), with the means
 estimated by medians, as the reference code does, and scores the target model's φ:
 
 - **online** (both sides): log N(φ; μ_in, σ_in) − log N(φ; μ_out, σ_out), the log likelihood ratio;
@@ -46,10 +46,10 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_int, check_real, check_score_matrix
-from attacks._base import LeaveOneOutAttack
-from attacks.knowledge import Knowledge, require_knowledge
-from attacks.references import check_references, gather_references, models_needed, per_side
+from privgame.analysis._checks import check_int, check_real, check_score_matrix
+from privgame.attacks._base import LeaveOneOutAttack
+from privgame.attacks.knowledge import Knowledge, require_knowledge
+from privgame.attacks.references import check_references, gather_references, models_needed, per_side
 
 __all__ = [
     "OFFLINE_TESTS",
@@ -260,7 +260,8 @@ def reference_fits(
     fpc: float = 1.0,
 ) -> GaussianFits:
     """:func:`leave_one_out_fits` with ``references`` shadow models per sample instead of all M − 1 others: each
-    sample's first k OUT (offline) or k/2 IN and k/2 OUT (online) after the target model (:mod:`attacks.references`).
+    sample's first k OUT (offline) or k/2 IN and k/2 OUT (online) after the target model
+    (:mod:`privgame.attacks.references`).
 
     Returns
     -------
@@ -300,7 +301,7 @@ class FittedLiRA:
         return self.decision
 
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
-        from mechanisms.training.release import ModelRelease
+        from privgame.mechanisms.training.release import ModelRelease
 
         if not isinstance(release, ModelRelease):
             raise TypeError(f"LiRA scores a trained model (a ModelRelease), got {type(release).__name__}.")
@@ -340,15 +341,15 @@ class LiRA(LeaveOneOutAttack):
         (``games/lira.py``) uses the game's M models instead.  At least 4 (2 per side) for per-example variance.
     references : int or None, default=None
         Shadow models per sample in the efficient evaluation: offline its first k OUT models, online its first k/2
-        IN and k/2 OUT (k even), in cyclic model order after the target (:mod:`attacks.references`); ``None``:
+        IN and k/2 OUT (k even), in cyclic model order after the target (:mod:`privgame.attacks.references`); ``None``:
         every other model.  A per-example σ needs 2 per side read, a fixed σ 1.
 
     Notes
     -----
-    Threat model (record-level games): the adversary of :mod:`attacks.knowledge`, with the public feature encoding
-    of the records (``Knowledge.encoder``); its shadows are datasets of n auxiliary records, half with the target
-    in place of one of them (or added, under add/remove), trained through the black box.  See the module docstring
-    for the scores and the number of shadows a target needs.
+    Threat model (record-level games): the adversary of :mod:`privgame.attacks.knowledge`, with the public feature
+    encoding of the records (``Knowledge.encoder``); its shadows are datasets of n auxiliary records, half with the
+    target in place of one of them (or added, under add/remove), trained through the black box.  See the module
+    docstring for the scores and the number of shadows a target needs.
 
     References
     ----------
@@ -384,7 +385,7 @@ class LiRA(LeaveOneOutAttack):
     def min_models(self) -> int:
         """The fewest models of an efficient evaluation (each target model's others give each sample enough IN and
         OUT scores): 4 with a fixed variance, 6 with per-example variance, or what ``references`` per sample need
-        (:func:`attacks.references.models_needed`)."""
+        (:func:`privgame.attacks.references.models_needed`)."""
         return models_needed(self.references, self.online, 4 if self.fix_variance else 6)
 
     def leave_one_out(self, scores: NDArray[np.float64], member: NDArray[np.bool_], *, fpc: float | None = None) -> Any:
@@ -435,7 +436,7 @@ class LiRA(LeaveOneOutAttack):
         """Train ``n_shadows`` shadow models on auxiliary datasets with and without each target; fit the Gaussians."""
         import pandas as pd
 
-        from mechanisms.training.data import TrainingData
+        from privgame.mechanisms.training.data import TrainingData
 
         know: Knowledge = require_knowledge(knowledge, self.name)
         if know.encoder is None:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from attacks._base import Attack
+from privgame.attacks._base import Attack
 
 __all__ = ["NegativeLoss"]
 
@@ -17,9 +17,10 @@ __all__ = ["NegativeLoss"]
 class NegativeLoss(Attack):
     """Score each target by minus its loss under the released model (members have lower loss).
 
-    The release is a model released with its canaries (:class:`mechanisms.training.canaries.CanaryModelRelease`,
-    e.g. of ``dpsgd-blackbox``); target i is canary i, and its loss is the model's cross-entropy on it through the
-    :class:`mechanisms.training.release.ModelRelease` protocol (``losses(x, y)``).
+    The release is a model released with its canaries
+    (:class:`privgame.mechanisms.training.canaries.CanaryModelRelease`, e.g. of ``dpsgd-blackbox``); target i is canary
+    i, and its loss is the model's cross-entropy on it through the
+    :class:`privgame.mechanisms.training.release.ModelRelease` protocol (``losses(x, y)``).
 
     References
     ----------
@@ -31,11 +32,11 @@ class NegativeLoss(Attack):
     accepts: ClassVar[frozenset[str]] = frozenset({"model-with-canaries"})
 
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
-        from mechanisms.training.canaries import CanaryModelRelease
+        from privgame.mechanisms.training.canaries import CanaryModelRelease
 
         if not isinstance(release, CanaryModelRelease):
             raise TypeError(
-                "the release must be a model released with its canaries (mechanisms.training.canaries."
+                "the release must be a model released with its canaries (privgame.mechanisms.training.canaries."
                 f"CanaryModelRelease), got {type(release).__name__}."
             )
         x, y = release.canaries(targets)

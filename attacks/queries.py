@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
-from attacks._base import Attack, FittedAttack
-from attacks._tables import TableSchema
-from attacks.knowledge import Knowledge, require_knowledge
-from attacks.shadow import check_forest_params, fit_featurised
+from privgame.analysis._checks import check_int
+from privgame.attacks._base import Attack, FittedAttack
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.knowledge import Knowledge, require_knowledge
+from privgame.attacks.shadow import check_forest_params, fit_featurised
 
 __all__ = ["MAX_ALL_SUBSETS_COLUMNS", "CountingQueries", "match_masks", "sample_subsets", "superset_counts"]
 
@@ -124,7 +124,7 @@ class CountingQueries(Attack):
 
     Notes
     -----
-    Threat model: :mod:`attacks.knowledge` (auxiliary data, the target, n, black-box generator access).  The
+    Threat model: :mod:`privgame.attacks.knowledge` (auxiliary data, the target, n, black-box generator access).  The
     features of a table are the counts of its rows matching the target on each chosen subset, standardised on the
     shadows: one count per subset (2^d − 1 for ``"all"``, in increasing order of the subset's bit mask), or, for
     ``numeric_match = "both"``, the ``"ge"`` counts of every chosen subset followed by its ``"eq"`` counts in the

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
+from privgame.analysis._checks import check_int
 
 __all__ = ["check_references", "gather_references", "models_needed", "per_side"]
 

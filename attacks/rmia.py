@@ -3,8 +3,8 @@ samples.
 
 For a record x with label y a model θ gives the signal ``s(x, θ)``, the probability of the true label (here the
 softmax at temperature 1: ``s = expit(φ)`` of the logit-scaled confidence φ of
-:meth:`mechanisms.training.release.ModelRelease.confidence`).  Reference models estimate the probability of x under
-the training distribution:
+:meth:`privgame.mechanisms.training.release.ModelRelease.confidence`).  Reference models estimate the probability of x
+under the training distribution:
 
 - **offline** (reference models that did not train on x): ``p(x) = (1 + a)/2 · p̄_OUT(x) + (1 − a)/2``, the paper's
   linear approximation of the mean of IN and OUT from the OUT mean alone (``offline_a`` = a in [0, 1]);
@@ -42,9 +42,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from analysis._checks import check_int, check_real, check_score_matrix
-from attacks._base import LeaveOneOutAttack
-from attacks.references import check_references, gather_references, models_needed, per_side
+from privgame.analysis._checks import check_int, check_real, check_score_matrix
+from privgame.attacks._base import LeaveOneOutAttack
+from privgame.attacks.references import check_references, gather_references, models_needed, per_side
 
 _TAG_POPULATION = 0x2A7E
 #: the most population samples a score may compare against
@@ -190,11 +190,11 @@ def leave_one_out_rmia(
     """RMIA in the efficient evaluation: model j, each in turn, is the target of the M − 1 others.
 
     ``confidence`` (M, N) holds model j's logit-scaled confidence φ on pool sample i and ``member`` (M, N) whether
-    j trained on i, as for :func:`attacks.lira.leave_one_out_fits`.  For target j the reference models are the
+    j trained on i, as for :func:`privgame.attacks.lira.leave_one_out_fits`.  For target j the reference models are the
     others (their IN/OUT counts at i leave j out), or with ``references = k`` each sample's first k of them
-    (:mod:`attacks.references`); the population Z_j is the pool samples j did not train on (the paper's choice),
-    or ``population_size`` of them drawn without replacement by a stream of their own (:func:`population_draw`),
-    and each sample is scored against Z_j without itself.
+    (:mod:`privgame.attacks.references`); the population Z_j is the pool samples j did not train on (the paper's
+    choice), or ``population_size`` of them drawn without replacement by a stream of their own
+    (:func:`population_draw`), and each sample is scored against Z_j without itself.
 
     Returns
     -------
@@ -262,7 +262,7 @@ class ReferenceModels:
     Attributes
     ----------
     x : ndarray of shape (n, d), float32
-        The records, encoded (:mod:`games.datasets.features`): the targets a fitted RMIA scores (by index) and the
+        The records, encoded (:mod:`privgame.data.features`): the targets a fitted RMIA scores (by index) and the
         population Z.
     y : ndarray of shape (n,), int64
         Their labels.
@@ -311,7 +311,7 @@ class FittedRMIA:
     def score(self, release: Any, targets: NDArray[np.intp]) -> NDArray[np.float64]:
         """Each target's share of the OTHER population records it dominates under ``release`` (0 where ``p`` is NaN:
         a reference side without models)."""
-        from mechanisms.training.release import ModelRelease
+        from privgame.mechanisms.training.release import ModelRelease
 
         if not isinstance(release, ModelRelease):
             raise TypeError(f"RMIA scores a trained model (a ModelRelease), got {type(release).__name__}.")
@@ -342,8 +342,8 @@ class RMIA(LeaveOneOutAttack):
         Purchase-100).
     references : int or None, default=None
         Reference models per sample in the efficient evaluation: offline its first k OUT models, online its first
-        k/2 IN and k/2 OUT (k even), in cyclic model order after the target (:mod:`attacks.references`); ``None``:
-        every other model.
+        k/2 IN and k/2 OUT (k even), in cyclic model order after the target (:mod:`privgame.attacks.references`);
+        ``None``: every other model.
     population_size : int or None, default=None
         How many population samples z each score compares against: a draw without replacement from the target
         model's non-members (efficient evaluation) or the knowledge's population (fitted); ``None``: all.
@@ -385,7 +385,7 @@ class RMIA(LeaveOneOutAttack):
 
     def min_models(self) -> int:
         """4 (two pairs of complementary models give every sample an IN and an OUT reference beside the target), or
-        what ``references`` per sample need (:func:`attacks.references.models_needed`)."""
+        what ``references`` per sample need (:func:`privgame.attacks.references.models_needed`)."""
         return models_needed(self.references, self.online, 4)
 
     def efficient_scores(
@@ -406,11 +406,12 @@ class RMIA(LeaveOneOutAttack):
     def fit(self, knowledge: Any, *, rng: np.random.Generator) -> FittedRMIA:
         """p(v) of every record from the reference models; the decision threshold is the best accuracy on the
         reference models' own leave-one-out scores."""
-        from attacks.lira import _best_threshold
+        from privgame.attacks.lira import _best_threshold
 
         if not isinstance(knowledge, ReferenceModels):
             raise TypeError(
-                f"attack 'rmia' needs reference models (attacks.rmia.ReferenceModels), got {type(knowledge).__name__}."
+                f"attack 'rmia' needs reference models (privgame.attacks.rmia.ReferenceModels), "
+                f"got {type(knowledge).__name__}."
             )
         s = special.expit(np.asarray(knowledge.confidence, dtype=np.float64))
         p = reference_probability(s, knowledge.member, online=self.online, offline_a=self.offline_a)

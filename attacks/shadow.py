@@ -7,7 +7,7 @@ so both sides have the same size (TAPAS, Houssiau et al. 2022; Krčo et al. 2025
 mechanism seed come from the ``i``-th child of the attack's seed only, so the first k shadows are the same for any
 number of shadows: attacks that use 100 and 1,000 shadows of the same target share the first 100 through the
 cache, and so do the two record games that train one attack.  Releases go through
-:class:`attacks.knowledge.BlackBox` in chunks, each stored as soon as it is made.
+:class:`privgame.attacks.knowledge.BlackBox` in chunks, each stored as soon as it is made.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
-from attacks.knowledge import Knowledge
+from privgame.analysis._checks import check_int
+from privgame.attacks.knowledge import Knowledge
 
 __all__ = [
     "MAX_SHADOWS",

@@ -12,7 +12,7 @@ Ends with one JSON line: ``python_seconds``, ``help_seconds``, ``list_seconds`` 
 taken in turn), ``dpsgd_run_cold_seconds``, ``dpsgd_run_warm_seconds``,
 ``report_dpsgd_seconds``, the run counts, the cores and the load average when it started (timings taken on a
 loaded machine are inflated).  ``privgame`` is the console script beside this interpreter (``python -m
-games.cli`` where there is none).  ``--quick`` runs each command fewer times (a smoke test).
+privgame.engine.cli`` where there is none).  ``--quick`` runs each command fewer times (a smoke test).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ DPSGD = ROOT / "experiments" / "dpsgd_whitebox_quick.toml"
 
 def privgame() -> list[str]:
     script = Path(sys.executable).with_name("privgame")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "games.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "privgame.engine.cli"]
 
 
 def timed(command: list[str], env: dict[str, str] | None = None) -> float:

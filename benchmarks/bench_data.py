@@ -1,7 +1,7 @@
 """Loading a user's data file and checking it against its domain file: 50,000 rows × 20 columns.
 
 The columns: 8 integer (ranges 0..100 to 0..10^6), 6 float, 6 categorical (2 to 50 categories), written as a CSV
-with a domain file that declares them; ``games.datasets.files.open_source`` reads the domain, hashes the file,
+with a domain file that declares them; ``privgame.data.files.open_source`` reads the domain, hashes the file,
 parses every cell, checks it against its column's domain and types the table (what reading a config with
 ``[data] path`` does).  Target (issue 23): ≤ 1 s.  Prints readable lines and ends with ONE JSON line:
 ``load_seconds`` (median of the runs, a fresh file each so no per-process cache helps), ``rows``, ``columns``,
@@ -23,8 +23,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from games.datasets import PublicDomain
-from games.datasets.files import domain_text, open_source
+from privgame.data import PublicDomain
+from privgame.data.files import domain_text, open_source
 
 
 def table(rows: int, seed: int) -> tuple[pd.DataFrame, PublicDomain]:

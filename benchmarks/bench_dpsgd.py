@@ -10,7 +10,7 @@ continuous columns and 8 one-hot categorical groups, 102 columns; synthetic rand
 with Poisson sampling:
 
 * ``plain``: non-private SGD, ``torch.optim.SGD`` on the summed loss divided by qN;
-* ``privgame``: :func:`mechanisms.dpsgd.sgd.train` (ghost norms, one forward and one backward pass);
+* ``privgame``: :func:`privgame.mechanisms.dpsgd.sgd.train` (ghost norms, one forward and one backward pass);
 * ``opacus``: Opacus ``PrivacyEngine.make_private(..., poisson_sampling=True)`` with its default hooks
   (``grad_sample_mode="hooks"``: per-sample gradients materialised);
 * ``opacus_ghost``: the same with ``grad_sample_mode="ghost"`` and its ``DPLossFastGradientClipping`` criterion
@@ -21,7 +21,7 @@ Opacus reads its batches through a ``DPDataLoader``; the dataset here serves a w
 (``__getitems__``), so Opacus is not charged for Python-level per-row collation.  Its loader takes
 q = 1/ceil(N/256) (expected batch 254.2 instead of 256); every method runs exactly the same number of steps.
 
-Ensembles: K = 32 models at once (:func:`mechanisms.dpsgd.train_ensemble`) against 32 sequential :func:`train`
+Ensembles: K = 32 models at once (:func:`privgame.mechanisms.dpsgd.train_ensemble`) against 32 sequential :func:`train`
 runs, on the MLP above (compute-bound on a CPU: ``ensemble_speedup_large``) and on a shadow-model-sized MLP
 64 → 32 → 10 on sklearn's digits (N = 1,797, batch 64, 28 steps: per-step overhead dominates:
 ``ensemble_speedup``).
@@ -73,7 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 warnings.filterwarnings("ignore", message="Secure RNG turned off")
 warnings.filterwarnings("ignore", message="Full backward hook is firing")
 
-from mechanisms.dpsgd import DPSGDConfig, make_generator, mlp, resolve_device, train, train_ensemble  # noqa: E402
+from privgame.mechanisms.dpsgd import DPSGDConfig, make_generator, mlp, resolve_device, train, train_ensemble  # noqa: E402
 
 LARGE = (108, 256, 256, 2)
 SMALL = (64, 32, 10)
@@ -277,8 +277,8 @@ class WhiteBoxTask:
     def __init__(self, steps: int, n: int) -> None:
         import numpy as np
 
-        from mechanisms.training.canaries import CanaryData
-        from mechanisms.training.data import TrainingData
+        from privgame.mechanisms.training.canaries import CanaryData
+        from privgame.mechanisms.training.data import TrainingData
 
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
         rng = np.random.default_rng(0)
@@ -296,20 +296,20 @@ class WhiteBoxTask:
     def engine(self, seed: int) -> None:
         import numpy as np
 
-        from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
+        from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 
         DPSGDWhiteBox(**self.kw, canary_layout="reserved").release(self.data, rng=np.random.default_rng(seed))
 
     def opacus_whitebox(self, seed: int) -> None:
         import numpy as np
 
-        from mechanisms.dpsgd.opacus_engine import OpacusWhiteBox
+        from privgame.mechanisms.dpsgd.opacus_engine import OpacusWhiteBox
 
         OpacusWhiteBox(**self.kw).release(self.data, rng=np.random.default_rng(seed))
 
     def plain(self, seed: int) -> None:
-        from mechanisms.dpsgd.sgd import poisson_mask
-        from mechanisms.dpsgd.user_model import ModelFactory
+        from privgame.mechanisms.dpsgd.sgd import poisson_mask
+        from privgame.mechanisms.dpsgd.user_model import ModelFactory
 
         gen = make_generator(seed, "cpu")
         model = ModelFactory(USER_MODEL).build((USER_D,), 2, generator=gen, dtype=torch.float64)

@@ -24,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis import fdp, multi_run, one_run, order_stats, panoramia
-from analysis.thresholds import Bonferroni
+from privgame.analysis import fdp, multi_run, one_run, order_stats, panoramia
+from privgame.analysis.thresholds import Bonferroni
 
 B = Bonferroni(100)
 ESTIMATORS: dict[str, Callable[[np.ndarray, np.ndarray], object]] = {

@@ -29,10 +29,10 @@ import warnings
 
 import numpy as np
 
-from attacks.lira import LiRA
-from games.datasets.features import model_arrays
-from games.lira import lira_masks
-from mechanisms.training import MLPClassifier, TrainingData
+from privgame.attacks.lira import LiRA
+from privgame.data.features import model_arrays
+from privgame.games.lira import lira_masks
+from privgame.mechanisms.training import MLPClassifier, TrainingData
 
 
 def main() -> None:
@@ -119,8 +119,8 @@ def main() -> None:
     )
     # the calibration's leave-one-out statistics (M = 256, N = 10,000 at full size; target well under 1 s) and the
     # attacks at 4 reference models per sample, on the same confidences
-    from analysis.calibration import loo_statistics
-    from attacks.rmia import RMIA
+    from privgame.analysis.calibration import loo_statistics
+    from privgame.attacks.rmia import RMIA
 
     wide = np.random.default_rng(3)
     loo_m = wide.random((args.models, 2 * args.pool)) < 0.5
@@ -139,7 +139,7 @@ def main() -> None:
         f"sample, {args.models} x {args.pool} pairs: RMIA {timed['rmia_k4']:.2f} s, "
         f"offline LiRA {timed['lira_k4']:.2f} s"
     )
-    from mechanisms.dpsgd.classifier import DPSGDClassifier
+    from privgame.mechanisms.dpsgd.classifier import DPSGDClassifier
 
     n_train = args.pool // 2
     q = 64 / n_train

@@ -26,9 +26,9 @@ os.environ["PYTHONWARNINGS"] = "ignore::UserWarning"  # inherited by the worker 
 warnings.simplefilter("ignore", UserWarning)
 sys.path.insert(0, str(ROOT))
 
-from analysis.one_run import epsilon_lower_bound  # noqa: E402
-from games.config import parse_config  # noqa: E402
-from games.runner import run_experiment  # noqa: E402
+from privgame.analysis.one_run import epsilon_lower_bound  # noqa: E402
+from privgame.engine.config import parse_config  # noqa: E402
+from privgame.engine.runner import run_experiment  # noqa: E402
 
 
 def time_lower_bound(r: int, delta: float, repeats: int) -> float:
@@ -63,7 +63,7 @@ def runner_throughput(n_jobs: int, trials: int, m: int) -> float:
 
 def quickstart_seconds() -> float:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "games.cli", "run", str(ROOT / "experiments" / "quickstart.toml")]
+        cmd = [sys.executable, "-m", "privgame.engine.cli", "run", str(ROOT / "experiments" / "quickstart.toml")]
         start = time.perf_counter()
         subprocess.run([*cmd, "--out", str(Path(out) / "q"), "--n-jobs", "2", "--no-progress"], check=True, cwd=ROOT)
         return time.perf_counter() - start

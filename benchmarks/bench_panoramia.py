@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from games.config import parse_config
+from privgame.engine.config import parse_config
 
 
 def _config(quick: bool) -> Any:
@@ -55,8 +55,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="m = 500 (a smoke test)")
     args = parser.parse_args()
-    import attacks.classifier as classifier
-    import mechanisms.cached as cached
+    import privgame.attacks.classifier as classifier
+    import privgame.mechanisms.cached as cached
 
     config = _config(args.quick)
     point = config.grid[0]

@@ -21,9 +21,9 @@ import time
 import warnings
 from pathlib import Path
 
-from games.config import load_config
-from games.reanalyse import reanalyse
-from games.runner import run_experiment
+from privgame.engine.config import load_config
+from privgame.engine.reanalyse import reanalyse
+from privgame.engine.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 

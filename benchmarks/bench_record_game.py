@@ -7,7 +7,7 @@
    machine's cores (target: ≤ 90 s on 2 cores), with the share of the time spent inside the generator.
 
 3. The same target on a user's table of the same size: Adult's rows written to a CSV with Adult's public domain as
-   its domain file, read through ``[data] path`` (``games.datasets.files``), so the work is identical and only the
+   its domain file, read through ``[data] path`` (``privgame.data.files``), so the work is identical and only the
    data's route differs (target: no more than on Adult, ``user_over_adult`` ≈ 1).
 
 Ends with one JSON line: ``features_seconds_per_table``, ``features_speedup_vs_loop``, ``target_seconds``,
@@ -26,14 +26,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from attacks import CountingQueries
-from attacks._tables import TableSchema
-from attacks.queries import match_masks, superset_counts
-from games._base import AnalysisSettings, TrialContext
-from games.datasets import load_adult
-from games.record import RecordGames
-from mechanisms._base import Mechanism
-from mechanisms.synth import Synthpop
+from privgame.attacks import CountingQueries
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.queries import match_masks, superset_counts
+from privgame.data import load_adult
+from privgame.games._base import AnalysisSettings, TrialContext
+from privgame.games.record import RecordGames
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.synth import Synthpop
 
 _GENERATOR_SECONDS = [0.0, 0]
 
@@ -93,8 +93,8 @@ def user_table(folder: str) -> str:
     """Adult written as a user's CSV with Adult's public domain as its domain file, registered; its name."""
     from pathlib import Path
 
-    from games.datasets import public_domain
-    from games.datasets.files import domain_text, open_source, register_source
+    from privgame.data import public_domain
+    from privgame.data.files import domain_text, open_source, register_source
 
     data, domain = Path(folder) / "adult_as_user.csv", Path(folder) / "adult_as_user.domain.toml"
     load_adult("all").to_csv(data, index=False)

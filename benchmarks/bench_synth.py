@@ -35,21 +35,21 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from games.datasets import ADULT_PUBLIC_RANGES, load_adult  # noqa: E402
+from privgame.data import ADULT_PUBLIC_RANGES, load_adult  # noqa: E402
 
 SIZES = {"1k": 1000, "full": None}  # None: the whole training split (32,561 rows)
 TARGETS = {("synthpop", "1k"): 0.1, ("synthpop", "full"): 3.0, ("baynet_k1", "1k"): 0.2, ("privbayes_k2", "1k"): 0.5}
 
 
 def _synthpop() -> Any:
-    from mechanisms.synth.synthpop import Synthpop
+    from privgame.mechanisms.synth.synthpop import Synthpop
 
     return Synthpop()
 
 
 def _baynet(k: int) -> Callable[[], Any]:
     def make() -> Any:
-        from mechanisms.synth.baynet import BayNet
+        from privgame.mechanisms.synth.baynet import BayNet
 
         return BayNet(k=k)
 
@@ -57,7 +57,7 @@ def _baynet(k: int) -> Callable[[], Any]:
 
 
 def _privbayes() -> Any:
-    from mechanisms.synth.privbayes import PrivBayes
+    from privgame.mechanisms.synth.privbayes import PrivBayes
 
     return PrivBayes(epsilon=1.0, k=2, ranges=ADULT_PUBLIC_RANGES)
 
@@ -65,7 +65,7 @@ def _privbayes() -> Any:
 def _pgmpy() -> Any:
     if importlib.util.find_spec("pgmpy") is None:
         raise ImportError("pgmpy is not installed (pip install -e '.[synth]')")
-    from mechanisms.synth.baynet import BayNet
+    from privgame.mechanisms.synth.baynet import BayNet
 
     return BayNet(structure="hillclimb")
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.calibration import pooled_auc
-from analysis.record_risk import tpr_at_fpr
-from attacks.lira import LiRA
-from attacks.rmia import RMIA
-from games.store import ResultsStore
+from privgame.analysis.calibration import pooled_auc
+from privgame.analysis.record_risk import tpr_at_fpr
+from privgame.attacks.lira import LiRA
+from privgame.attacks.rmia import RMIA
+from privgame.engine.store import ResultsStore
 
 RUNS = ("adult_mlp", "compas_mlp", "adult_gbt", "compas_gbt")
 REFERENCES = (1, 2, 4, 16, 64)

@@ -2,8 +2,8 @@
 
 A ceiling is the largest ε lower bound r guesses among m canaries can give (v = r), at confidence 0.95 and δ = 1e-5,
 and at δ = 0, where Steinke's test and the pure f-DP and order-statistics ones coincide (one column, checked);
-``games.bounds.ceiling`` computes the same number for each trial of a run.  The PLD columns are DP-SGD's own family
-for one setting (q = 0.1, T = 500): about 2-8 s a cell, 126 s and 270 s for the table on 2 busy cores.
+``privgame.games.bounds.ceiling`` computes the same number for each trial of a run.  The PLD columns are DP-SGD's own
+family for one setting (q = 0.1, T = 500): about 2-8 s a cell, 126 s and 270 s for the table on 2 busy cores.
 
 Run:    .venv/bin/python experiments/ceilings_table.py            (prints the Markdown table; --no-pld skips PLD)
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from analysis.estimators import Estimator
-from analysis.families import dpsgd_family, gaussian_family, pure_family
-from games.bounds import ceiling
+from privgame.analysis.estimators import Estimator
+from privgame.analysis.families import dpsgd_family, gaussian_family, pure_family
+from privgame.games.bounds import ceiling
 
 CONFIDENCE = 0.95
 DELTA = 1e-5

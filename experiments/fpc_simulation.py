@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.calibration import finite_population_correction
+from privgame.analysis.calibration import finite_population_correction
 
 RATIOS: tuple[float, ...] = (1.25, 2.0, 4.0, 10.0, 20.0)
 """The pool-to-training-set ratios N₊/N (2 is efficient LiRA's halves)."""

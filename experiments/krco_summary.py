@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.record_risk import MISS_RATE_THRESHOLDS, miss_rate, plot_risk_scatter, rmsd
-from analysis.reporting import format_table
-from games.report import records_results
+from privgame.analysis.record_risk import MISS_RATE_THRESHOLDS, miss_rate, plot_risk_scatter, rmsd
+from privgame.analysis.reporting import format_table
+from privgame.engine.report import records_results
 
 RUNS = {
     "Synthpop": "krco_synthpop",

@@ -18,14 +18,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.reporting import format_table
-from games.report import summarise_results
-from games.store import StoreError
+from privgame.analysis.reporting import format_table
+from privgame.engine.report import summarise_results
+from privgame.engine.store import StoreError
 
 DATA = {"adult": "Adult", "compas": "COMPAS"}
 MODELS = {"logistic": "logistic regression", "mlp": "MLP", "gbt": "gradient-boosted trees"}
 FPRS = ("0.001", "0.01", "0.1")
-METHODS = {"naive": "naive", "pp": "post-processed N(0,1)", "pp_t": "post-processed Student-t", "per_sample": "per sample"}
+METHODS = {
+    "naive": "naive",
+    "pp": "post-processed N(0,1)",
+    "pp_t": "post-processed Student-t",
+    "per_sample": "per sample",
+}
 
 
 def load(runs: Path, fpc: bool) -> pd.DataFrame:

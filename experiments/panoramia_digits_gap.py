@@ -22,10 +22,10 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-from games.datasets.features import encode, model_arrays, population_table
-from mechanisms.synth.mixture import GaussianMixtureGenerator
-from mechanisms.training.cnn import CNNClassifier
-from mechanisms.training.data import TrainingData
+from privgame.data.features import encode, model_arrays, population_table
+from privgame.mechanisms.synth.mixture import GaussianMixtureGenerator
+from privgame.mechanisms.training.cnn import CNNClassifier
+from privgame.mechanisms.training.data import TrainingData
 
 TRAIN, GENERATOR_ROWS, M = 990, 390, 600
 

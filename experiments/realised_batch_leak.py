@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 
-from mechanisms.dpsgd.normalisation_leak import update_norm_audit
+from privgame.mechanisms.dpsgd.normalisation_leak import update_norm_audit
 
 SETTINGS = [  # (normalisation, rows n, features, q)
     ("realised", 20, 5000, 1.0),

@@ -5,10 +5,10 @@ Run:    python experiments/synth_fidelity.py [--seeds 10] [--rows 1000]
 For each generator (Synthpop, BayNet k = 1 and 2, PrivBayes ε = 1, 10 and 1000 with k = 2, PrivBayes ε = 1 with the
 θ-usefulness degree, and PrivBayes ε = 1000, k = 2 without the public bins, for comparison) and seed s, the generator
 releases a table from the same real rows with ``np.random.default_rng(s)``, and
-:func:`analysis.fidelity.fidelity_report` compares it with them (utility tested on Adult's test split).  PrivBayes
-gets Adult's public domain, ``public_domain("adult")``: its ranges and its public bins (0 a bin of its own for the
-capital columns, 40 hours a week for hours_per_week), as ``privgame synth`` gives it; BayNet keeps its quantile bins.
-Prints one line per generator and ends with one JSON line of the means.
+:func:`privgame.analysis.fidelity.fidelity_report` compares it with them (utility tested on Adult's test split).
+PrivBayes gets Adult's public domain, ``public_domain("adult")``: its ranges and its public bins (0 a bin of its own for
+the capital columns, 40 hours a week for hours_per_week), as ``privgame synth`` gives it; BayNet keeps its quantile
+bins. Prints one line per generator and ends with one JSON line of the means.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis.fidelity import fidelity_report
-from games.datasets import load_adult, public_domain
-from mechanisms import Mechanism
-from mechanisms.synth import BayNet, PrivBayes, Synthpop
+from privgame.analysis.fidelity import fidelity_report
+from privgame.data import load_adult, public_domain
+from privgame.mechanisms import Mechanism
+from privgame.mechanisms.synth import BayNet, PrivBayes, Synthpop
 
 ADULT = public_domain("adult")
 GENERATORS: dict[str, Mechanism] = {

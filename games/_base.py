@@ -31,10 +31,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import UNSTATED_DEPENDENCE, check_confidence, check_delta, check_membership, check_scores
-from analysis.cache import ArtefactCache
-from attacks._base import Attack
-from mechanisms._base import Mechanism
+from privgame.analysis._checks import UNSTATED_DEPENDENCE, check_confidence, check_delta, check_membership, check_scores
+from privgame.attacks._base import Attack
+from privgame.core.cache import ArtefactCache
+from privgame.mechanisms._base import Mechanism
 
 __all__ = [
     "AnalysisSettings",
@@ -59,10 +59,10 @@ class AnalysisSettings:
     delta : float, default=0.0
         The δ at which ε is bounded and the analytic ε evaluated, in [0, 1).
     estimators : tuple of str or None, default=None
-        The audit games' estimators (:data:`analysis.estimators.ESTIMATORS`), each in its own columns
+        The audit games' estimators (:data:`privgame.analysis.estimators.ESTIMATORS`), each in its own columns
         (``<label>.epsilon_lb``), the first also as ``epsilon_lb``; None: the game's own single bound.
     threshold : str, float, mapping or None, default=None
-        The audit games' guessing rule (:func:`games.bounds.check_threshold`): ``"top-k"`` (the one-run game's
+        The audit games' guessing rule (:func:`privgame.games.bounds.check_threshold`): ``"top-k"`` (the one-run game's
         k₊/k₋), ``"bonferroni"``, ``"split"``, a number (an explicit threshold) or a table naming the rule and its
         parameters; None: the game's own (top-k for one run, Bonferroni over its ``thresholds`` for multi-run).
     two_sided : bool, default=False
@@ -91,7 +91,7 @@ class AnalysisSettings:
     dependence: str | None = field(default=UNSTATED_DEPENDENCE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        from games.bounds import check_threshold  # games.bounds imports this module
+        from privgame.games.bounds import check_threshold  # privgame.games.bounds imports this module
 
         object.__setattr__(self, "confidence", check_confidence(self.confidence))
         object.__setattr__(self, "delta", check_delta(self.delta))
@@ -249,8 +249,8 @@ class Game(ABC):
     # analytic ε) and the columns of the band drawn around it (None: no band)
     headline: ClassVar[str] = "epsilon_lb_median"
     headline_band: ClassVar[tuple[str, str] | None] = ("epsilon_lb_min", "epsilon_lb_max")
-    # how the game bounds ε from scores, for ``[analysis] estimators`` and ``threshold`` (games.bounds): "one-run"
-    # (one run on m canaries), "runs" (repeated runs), or None (the game does not take them)
+    # how the game bounds ε from scores, for ``[analysis] estimators`` and ``threshold`` (privgame.games.bounds):
+    # "one-run" (one run on m canaries), "runs" (repeated runs), or None (the game does not take them)
     bound_kind: ClassVar[str | None] = None
     # the measurements ``privgame report --plot`` draws side by side per grid point, as (legend label, summary
     # column prefix with _median/_min/_max), for games with several on the same target (PANORAMIA); None: the
@@ -294,7 +294,7 @@ class Game(ABC):
         """Estimated peak memory in bytes of one trial with ``mechanism`` and ``attack`` (an estimate, not a bound).
 
         The config refuses a grid point whose trial cannot fit in this machine's memory before any directory is
-        created (:func:`games.resources.memory_problem`); games override this with what their sizes imply.
+        created (:func:`privgame.engine.resources.memory_problem`); games override this with what their sizes imply.
         """
         return 0
 

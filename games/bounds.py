@@ -1,7 +1,7 @@
 """The audit games' bounds as ``[analysis]`` chooses them: which estimators, and which guessing rule.
 
 The one-run and multi-run games compute their own single bound by default.  A config may instead name
-``estimators`` (:mod:`analysis.estimators`: each gets its columns ``<label>.epsilon_lb`` and, in the summary,
+``estimators`` (:mod:`privgame.analysis.estimators`: each gets its columns ``<label>.epsilon_lb`` and, in the summary,
 ``<label>.epsilon_lb_median`` and so on; the first is also ``epsilon_lb``) and the ``threshold`` rule:
 
 - ``"top-k"``: the one-run game's k₊ highest scores guessed "member" and k₋ lowest "non-member", fixed in advance;
@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analysis._checks import check_int, check_real
-from analysis._memo import BoundedMemo
+from privgame.analysis._checks import check_int, check_real
+from privgame.core._memo import BoundedMemo
 
 if TYPE_CHECKING:  # the estimators are imported where bounds are computed: reading results needs none of them
-    from analysis.estimators import Estimator
-    from analysis.families import CurveFamily
-    from analysis.thresholds import ThresholdStrategy
+    from privgame.analysis.estimators import Estimator
+    from privgame.analysis.families import CurveFamily
+    from privgame.analysis.thresholds import ThresholdStrategy
 
 __all__ = [
     "AT_CEILING",
@@ -133,9 +133,9 @@ def threshold_rule(threshold: Threshold | None, default: str) -> str:
 
 
 def threshold_strategy(threshold: Threshold, *, rng: np.random.Generator) -> ThresholdStrategy:
-    """The :class:`~analysis.thresholds.ThresholdStrategy` of a rule other than top-k; a split's mask is drawn
+    """The :class:`~privgame.analysis.thresholds.ThresholdStrategy` of a rule other than top-k; a split's mask is drawn
     from ``rng`` (the trial's own stream, so a reanalysis draws the same split)."""
-    from analysis.thresholds import Bonferroni, Explicit, Split
+    from privgame.analysis.thresholds import Bonferroni, Explicit, Split
 
     spec = dict(threshold)
     rule = spec["rule"]
@@ -150,7 +150,7 @@ def threshold_strategy(threshold: Threshold, *, rng: np.random.Generator) -> Thr
 
 def resolved_estimators(settings: Any, *, has_runs: bool) -> list[Estimator]:
     """``settings.estimators`` (the game's default when None) resolved for the bound mechanism claim."""
-    from analysis.estimators import resolve_estimators
+    from privgame.analysis.estimators import resolve_estimators
 
     default = ("clopper_pearson",) if has_runs else ("steinke",)
     names = default if settings.estimators is None else settings.estimators
@@ -224,7 +224,7 @@ def pooled_columns(
 
     The estimators are those of the rows' columns, so a report needs no mechanism (the claim matters only to the
     refusal, done when the config was read)."""
-    from analysis.estimators import Estimator
+    from privgame.analysis.estimators import Estimator
 
     estimators = [Estimator(label.removesuffix("_unmatched"), label) for label in estimator_labels(list(rows.columns))]
     if not estimators:
@@ -243,8 +243,8 @@ def _columns(
     top_k: tuple[int, int] | None,
     default: Threshold | None,
 ) -> dict[str, float | int]:
-    from analysis.estimators import ONE_RUN, bound_from_counts, bound_from_scores
-    from analysis.one_run import count_correct, guesses_top_k
+    from privgame.analysis.estimators import ONE_RUN, bound_from_counts, bound_from_scores
+    from privgame.analysis.one_run import count_correct, guesses_top_k
 
     common = {"confidence": settings.confidence, "delta": settings.delta}
     out: dict[str, float | int] = {}
@@ -346,7 +346,7 @@ def default_ceiling_columns(rows: pd.DataFrame) -> dict[str, float]:
 
 def top_k_ceiling(m: int, r: int, *, confidence: float, delta: float) -> float:
     """The ceiling of the one-run game's own bound: Steinke's with all r of its top-k guesses right."""
-    from analysis.estimators import Estimator
+    from privgame.analysis.estimators import Estimator
 
     return ceiling(Estimator("steinke", "steinke"), m, r, confidence=confidence, delta=delta)
 
@@ -357,7 +357,7 @@ def ceiling(estimator: Estimator, m: int, r: int, *, confidence: float, delta: f
     Parameters
     ----------
     estimator : Estimator
-        A one-run estimator (:data:`analysis.estimators.ONE_RUN`).
+        A one-run estimator (:data:`privgame.analysis.estimators.ONE_RUN`).
     m : int
         Canaries of the part bounded (the held-out part under a split).
     r : int
@@ -375,10 +375,10 @@ def ceiling(estimator: Estimator, m: int, r: int, *, confidence: float, delta: f
     Raises
     ------
     ValueError
-        For a multi-run estimator, or counts, confidence or δ that :func:`analysis.estimators.bound_from_counts`
-        refuses.
+        For a multi-run estimator, or counts, confidence or δ that
+        :func:`privgame.analysis.estimators.bound_from_counts` refuses.
     """
-    from analysis.estimators import MULTI_RUN, bound_from_counts
+    from privgame.analysis.estimators import MULTI_RUN, bound_from_counts
 
     if estimator.name in MULTI_RUN:
         raise ValueError(f"{estimator.name!r} bounds repeated runs: it has no one-run ceiling.")

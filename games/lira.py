@@ -3,8 +3,8 @@
 A trial draws a pool of N₊ records from the population and trains M models, each on a random half of the pool:
 models 2i and 2i + 1 train on complementary halves, so every record is IN exactly M/2 models and OUT of M/2, and
 every model trains on N = N₊/2 records.  Each model in turn is the target and the other M − 1 its shadows
-(leave-one-out): the attack (:class:`attacks.lira.LiRA`) scores every (model, record) pair from the others'
-logit-scaled confidences.  The analysis (:func:`analysis.calibration.calibration_report`) gives, at each FPR,
+(leave-one-out): the attack (:class:`privgame.attacks.lira.LiRA`) scores every (model, record) pair from the others'
+logit-scaled confidences.  The analysis (:func:`privgame.analysis.calibration.calibration_report`) gives, at each FPR,
 the three aggregate numbers side by side — naive concatenated TPR, post-processed concatenated TPR (with the
 N(0, 1) and the Student-t threshold) and the mean per-sample TPR — each with its realised FPR and a bootstrap
 interval, plus the pooled AUC and a normality diagnostic of the OUT scores.
@@ -25,11 +25,19 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from analysis._checks import check_int, check_real
-from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keyed_seed, repetition_of, root_entropy
-from mechanisms._base import Mechanism
-from mechanisms.cached import cached_release_many
+from privgame.analysis._checks import check_int, check_real
+from privgame.attacks._base import Attack
+from privgame.games._base import (
+    AnalysisSettings,
+    Game,
+    TrialContext,
+    TrialOutcome,
+    keyed_seed,
+    repetition_of,
+    root_entropy,
+)
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.cached import cached_release_many
 
 __all__ = ["LiRAGame", "lira_masks", "record_aucs"]
 
@@ -69,8 +77,8 @@ class LiRAGame(Game):
     Parameters
     ----------
     data : str, default="adult"
-        The population: a data set that serves features (:func:`games.datasets.check_data`; Adult, COMPAS, the
-        digits or one a plugin registered), encoded by :mod:`games.datasets.features`.
+        The population: a data set that serves features (:func:`privgame.data.check_data`; Adult, COMPAS, the
+        digits or one a plugin registered), encoded by :mod:`privgame.data.features`.
     pool_size : int, default=5000
         N₊, the pool the halves are drawn from (even; at most the population); each model trains on N₊/2.
     n_models : int, default=64
@@ -110,7 +118,7 @@ class LiRAGame(Game):
     n_boot: int = 1000
 
     def __post_init__(self) -> None:
-        from games.datasets.dataset import check_data
+        from privgame.data.catalogue import check_data
 
         size = check_data(self.data, "features").size
         n = check_int("pool_size", self.pool_size, low=4, high=size)
@@ -135,7 +143,7 @@ class LiRAGame(Game):
 
     # -- compatibility and sizes --------------------------------------------------------------------------------
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
-        from attacks._base import LeaveOneOutAttack
+        from privgame.attacks._base import LeaveOneOutAttack
 
         if mechanism.input_kind not in self.input_kinds:
             return (
@@ -147,7 +155,7 @@ class LiRAGame(Game):
                 f"game 'lira' plays an attack with an efficient leave-one-out evaluation (lira, rmia) on its M models, "
                 f"got attack '{attack.name}'"
             )
-        from games.datasets.features import model_problem
+        from privgame.data.features import model_problem
 
         problem = model_problem(mechanism, self.data)
         if problem is not None:
@@ -176,9 +184,9 @@ class LiRAGame(Game):
         seed: np.random.SeedSequence,
         context: TrialContext | None = None,
     ) -> TrialOutcome:
-        from attacks._base import LeaveOneOutAttack
-        from games.datasets.features import model_arrays, population_table, raw_columns
-        from mechanisms.training.data import TrainingData
+        from privgame.attacks._base import LeaveOneOutAttack
+        from privgame.data.features import model_arrays, population_table, raw_columns
+        from privgame.mechanisms.training.data import TrainingData
 
         if not isinstance(attack, LeaveOneOutAttack):
             raise TypeError(f"game 'lira' plays an attack with an efficient evaluation, got {type(attack).__name__}.")
@@ -235,7 +243,7 @@ class LiRAGame(Game):
     def analyse_trial(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> dict[str, float | int]:
-        from analysis.calibration import calibration_report, out_normality, pooled_auc
+        from privgame.analysis.calibration import calibration_report, out_normality, pooled_auc
 
         m, n = (int(v) for v in outcome.arrays["shape"])
         scores = outcome.scores.reshape(m, n)
@@ -315,7 +323,7 @@ class LiRAGame(Game):
     def roc_curves(self, outcome: TrialOutcome) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The pooled log–log ROC (TPR against the realised FPR) of the attack's scores (naive) and of the
         standardised confidences (post-processed, the pairs that can be standardised)."""
-        from analysis.calibration import loo_statistics, pooled_roc, standardise
+        from privgame.analysis.calibration import loo_statistics, pooled_roc, standardise
 
         m, n = (int(v) for v in outcome.arrays["shape"])
         member = outcome.membership.reshape(m, n)

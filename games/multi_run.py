@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from analysis._checks import check_int
-from analysis.multi_run import audit_scores
-from analysis.thresholds import Bonferroni
-from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
-from games.datasets.canaries import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
-from mechanisms._base import Mechanism
+from privgame.analysis._checks import check_int
+from privgame.analysis.multi_run import audit_scores
+from privgame.analysis.thresholds import Bonferroni
+from privgame.attacks._base import Attack
+from privgame.data.canaries import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
+from privgame.games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
+from privgame.mechanisms._base import Mechanism
 
 __all__ = ["MultiRunGame"]
 
@@ -35,11 +35,11 @@ class MultiRunGame(Game):
         Runs per trial (K ≥ 2), handed to the mechanism at once through ``Mechanism.release_runs`` so that
         mechanisms that batch (DP-SGD trains K models in one pass) do; ⌈K/2⌉ include the target.
     thresholds : int, default=100
-        Candidate thresholds of the Clopper–Pearson bound (:class:`analysis.thresholds.Bonferroni`).
+        Candidate thresholds of the Clopper–Pearson bound (:class:`privgame.analysis.thresholds.Bonferroni`).
     data, train_rows, canary, canary_seed
         The rows and the one canary example a ``"canary-dataset"`` mechanism (DP-SGD) trains on, as
-        :class:`games.one_run.OneRunGame` (:mod:`games.datasets.canaries`) with m = 1; ``data = None`` (the default)
-        for ``"canary-bits"`` mechanisms.
+        :class:`privgame.games.one_run.OneRunGame` (:mod:`privgame.data.canaries`) with m = 1; ``data = None`` (the
+        default) for ``"canary-bits"`` mechanisms.
 
     Notes
     -----
@@ -51,7 +51,7 @@ class MultiRunGame(Game):
     the game's parameters, the same in every run.  ``analyse_trial`` gives the trial's own bound (K runs);
     ``summarise`` pools every run of a grid point into one bound — the multi-run audit's headline number,
     ``epsilon_lb`` — with Clopper–Pearson intervals on FPR and FNR at β/2 each and a Bonferroni-paid threshold
-    (:func:`analysis.multi_run.audit_scores`).  The pooled bound is sound because the runs of all trials are
+    (:func:`privgame.analysis.multi_run.audit_scores`).  The pooled bound is sound because the runs of all trials are
     independent (each trial seed is an independent SeedSequence child).
 
     References
@@ -82,7 +82,7 @@ class MultiRunGame(Game):
             object.__setattr__(self, name, value)
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
-        """The default checks, then the data (as :meth:`games.one_run.OneRunGame.incompatibility`)."""
+        """The default checks, then the data (as :meth:`privgame.games.one_run.OneRunGame.incompatibility`)."""
         reason = Game.incompatibility(self, mechanism, attack)  # zero-argument super() fails in slotted dataclasses
         if reason is not None:
             return reason
@@ -135,7 +135,7 @@ class MultiRunGame(Game):
     ) -> dict[str, float | int]:
         counts = {"n_in": int(outcome.membership.sum()), "n_runs": self.runs}
         if settings.custom:
-            from games.bounds import bound_columns
+            from privgame.games.bounds import bound_columns
 
             rng = np.random.default_rng(role_seeds(seed, _ANALYSIS + 1)[_ANALYSIS])
             columns = bound_columns(
@@ -146,7 +146,8 @@ class MultiRunGame(Game):
         return {"epsilon_lb": audit["epsilon_lb"], **counts}
 
     def _threshold(self) -> tuple[tuple[str, Any], ...]:
-        """The game's own rule, Bonferroni over ``thresholds`` candidates, in :func:`games.bounds.check_threshold`
+        """The game's own rule, Bonferroni over ``thresholds`` candidates, in
+        :func:`privgame.games.bounds.check_threshold`
         form."""
         return (("candidates", self.thresholds), ("rule", "bonferroni"))
 
@@ -161,7 +162,7 @@ class MultiRunGame(Game):
         membership = np.concatenate([o.membership for o in outcomes])
         if settings.custom:
             return self._summarise_custom(rows, settings, scores, membership)
-        from games.bounds import tightness
+        from privgame.games.bounds import tightness
 
         pooled = self._audit(scores, membership, settings)
         per_trial = rows["epsilon_lb"].to_numpy(dtype=float)
@@ -184,7 +185,7 @@ class MultiRunGame(Game):
     ) -> dict[str, float | int]:
         """Each chosen estimator pooled over every run of the grid point (``<label>.epsilon_lb``, the first also
         ``epsilon_lb``), with the per-trial summaries; a split's mask is drawn from the pooled trials' indices."""
-        from games.bounds import pooled_columns, summary_columns, tightness
+        from privgame.games.bounds import pooled_columns, summary_columns, tightness
 
         analytic = float(rows["epsilon_analytic"].iloc[0])
         rng = np.random.default_rng(np.random.SeedSequence([int(t) for t in rows["trial"]]))

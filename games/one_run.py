@@ -9,11 +9,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from analysis._checks import check_int
-from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
-from games.datasets.canaries import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
-from mechanisms._base import Mechanism
+from privgame.analysis._checks import check_int
+from privgame.attacks._base import Attack
+from privgame.data.canaries import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
+from privgame.games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
+from privgame.mechanisms._base import Mechanism
 
 __all__ = ["OneRunGame"]
 
@@ -35,7 +35,7 @@ class OneRunGame(Game):
     k_neg : int
         The ``k_neg`` lowest scores are guessed "non-member"; ``1 <= k_pos + k_neg <= m``.
     data : {"digits", "adult", "compas"} or None, default=None
-        The data set a ``"canary-dataset"`` mechanism (DP-SGD) trains on (:mod:`games.datasets.canaries`); ``None`` for
+        The data set a ``"canary-dataset"`` mechanism (DP-SGD) trains on (:mod:`privgame.data.canaries`); ``None`` for
         ``"canary-bits"`` mechanisms, which get the membership bits alone.
     train_rows : int, default=1000
         The real training rows: the first ``train_rows`` records of ``data``.
@@ -127,11 +127,11 @@ class OneRunGame(Game):
     ) -> dict[str, float | int]:
         # imported here: summarising stored rows (privgame report) needs no estimator, and scipy.stats is
         # most of a report's start-up
-        from analysis.one_run import audit_top_k
+        from privgame.analysis.one_run import audit_top_k
 
         rng = np.random.default_rng(role_seeds(seed, _N_ROLES)[_GUESS])
         if settings.custom or settings.two_sided:
-            from games.bounds import bound_columns
+            from privgame.games.bounds import bound_columns
 
             return bound_columns(
                 settings, outcome.scores, outcome.membership, has_runs=False, rng=rng, top_k=(self.k_pos, self.k_neg)
@@ -145,7 +145,7 @@ class OneRunGame(Game):
             delta=settings.delta,
             confidence=settings.confidence,
         )
-        from games.bounds import top_k_ceiling
+        from privgame.games.bounds import top_k_ceiling
 
         ceiling = top_k_ceiling(result.m, result.r, confidence=settings.confidence, delta=settings.delta)
         return {"epsilon_lb": result.epsilon, "m": result.m, "r": result.r, "v": result.v, "ceiling": ceiling}
@@ -159,7 +159,7 @@ class OneRunGame(Game):
         lb = rows["epsilon_lb"].to_numpy(dtype=float)
         analytic = float(rows["epsilon_analytic"].iloc[0])
         median = float(np.median(lb))
-        from games.bounds import refuted, summary_columns, tightness
+        from privgame.games.bounds import refuted, summary_columns, tightness
 
         return {
             "epsilon_analytic": analytic,

@@ -8,8 +8,8 @@ A trial trains one target model and measures it three ways on the same target:
    never sees a real record nor an audit non-member.  Each audit index i shows D_in[i] or D_out[i] on a fair coin
    (Definition 2).  The audit set is split into a train and a test part; the attack (``classifier-mia``) is fitted
    twice on the train part — reading the target's loss (the MIA) and the helper's (the baseline) — and
-   :func:`analysis.panoramia.measure` turns their test scores into c_lb, {c+ε}_lb and ε̃ = max(0, {c+ε}_lb − c_lb),
-   a *measurement*, not a lower bound.
+   :func:`privgame.analysis.panoramia.measure` turns their test scores into c_lb, {c+ε}_lb and ε̃ = max(0, {c+ε}_lb −
+   c_lb), a *measurement*, not a lower bound.
 2. **O(1)** (Steinke et al.): ``o1_candidates`` further real records, each put in the target's training set on a
    fair coin before it trains; the loss-threshold attack guesses the ``o1_guesses`` lowest losses "member" and the
    ``o1_guesses`` highest "non-member": a sound lower bound on the target's ε (δ from ``[analysis]``).
@@ -19,7 +19,7 @@ A trial trains one target model and measures it three ways on the same target:
 Randomness: every stream comes from (the experiment's root entropy, a role tag, the repetition, the sizes that
 determine it), not from the grid point, so grid points that sweep the attack's classifier or m share the target
 (the artefact cache holds it; its training set does not depend on m), the generator's training data and the O(1)
-coins.  Records are the rows of the encoded population (:mod:`games.datasets.features`); the generator works on the raw
+coins.  Records are the rows of the encoded population (:mod:`privgame.data.features`); the generator works on the raw
 table and its rows are encoded with the same public encoding.
 
 References
@@ -41,11 +41,19 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from analysis._checks import check_int, check_real
-from attacks._base import Attack
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keyed_seed, repetition_of, root_entropy
-from games.datasets.features import population_table
-from mechanisms._base import Mechanism
+from privgame.analysis._checks import check_int, check_real
+from privgame.attacks._base import Attack
+from privgame.data.features import population_table
+from privgame.games._base import (
+    AnalysisSettings,
+    Game,
+    TrialContext,
+    TrialOutcome,
+    keyed_seed,
+    repetition_of,
+    root_entropy,
+)
+from privgame.mechanisms._base import Mechanism
 
 __all__ = ["PanoramiaGame"]
 
@@ -64,13 +72,13 @@ MIN_CLASS_EXAMPLES = 10
 
 
 def _default_generator() -> Mechanism:
-    from mechanisms.synth.synthpop import Synthpop
+    from privgame.mechanisms.synth.synthpop import Synthpop
 
     return Synthpop()
 
 
 def _default_helper() -> Mechanism:
-    from mechanisms.training.models import MLPClassifier
+    from privgame.mechanisms.training.models import MLPClassifier
 
     return MLPClassifier(hidden=(64,), epochs=20)
 
@@ -100,8 +108,8 @@ class PanoramiaGame(Game):
     Parameters
     ----------
     data : str, default="adult"
-        The population, a data set that serves tables and features (:func:`games.datasets.check_data`), encoded by
-        :mod:`games.datasets.features` for the models: Adult or COMPAS records, scikit-learn's 8×8 digits as 64
+        The population, a data set that serves tables and features (:func:`privgame.data.check_data`), encoded by
+        :mod:`privgame.data.features` for the models: Adult or COMPAS records, scikit-learn's 8×8 digits as 64
         pixel columns and the digit (images; generator ``gaussian-mixture``, target ``cnn``), or one a plugin
         registered.
     train_size : int, default=10000
@@ -161,7 +169,7 @@ class PanoramiaGame(Game):
     helper: Mechanism = field(default_factory=_default_helper)
 
     def __post_init__(self) -> None:
-        from games.datasets.dataset import check_data
+        from privgame.data.catalogue import check_data
 
         size = check_data(self.data, ("table", "features")).size
         train = check_int("train_size", self.train_size, low=2, high=size)
@@ -207,7 +215,7 @@ class PanoramiaGame(Game):
 
     # -- compatibility and sizes --------------------------------------------------------------------------------
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
-        from attacks.classifier import ClassifierMIA
+        from privgame.attacks.classifier import ClassifierMIA
 
         if mechanism.input_kind not in self.input_kinds or mechanism.release_kind != "model":
             return (
@@ -219,13 +227,13 @@ class PanoramiaGame(Game):
                 f"game 'panoramia' fits the learned classifier 'classifier-mia' as MIA and baseline, got "
                 f"'{attack.name}'"
             )
-        from games.datasets.features import model_problem
+        from privgame.data.features import model_problem
 
         return model_problem(mechanism, self.data) or model_problem(self.helper, self.data) or self.generator_problem()
 
     def generator_problem(self) -> str | None:
         """Why the generator cannot synthesise this data's table (tried on 40 rows), or ``None``."""
-        from games.datasets.dataset import get_dataset
+        from privgame.data.catalogue import get_dataset
 
         return _generator_problem(self.generator, get_dataset(self.data))
 
@@ -236,7 +244,7 @@ class PanoramiaGame(Game):
     # -- play ----------------------------------------------------------------------------------------------------
     def _split(self, entropy: int, repetition: int) -> dict[str, np.ndarray]:
         """The records of each role, as population row numbers (independent of m except D_in and the held-out)."""
-        from games.datasets.dataset import get_dataset
+        from privgame.data.catalogue import get_dataset
 
         n = get_dataset(self.data).size
         order = _stream(entropy, _TAG_SPLIT, repetition).permutation(n)
@@ -259,10 +267,10 @@ class PanoramiaGame(Game):
         seed: np.random.SeedSequence,
         context: TrialContext | None = None,
     ) -> TrialOutcome:
-        from attacks.classifier import ClassifierMIA, LabelledExamples
-        from games.datasets.features import encode, model_arrays, raw_columns
-        from mechanisms.cached import cached_release
-        from mechanisms.training.data import TrainingData
+        from privgame.attacks.classifier import ClassifierMIA, LabelledExamples
+        from privgame.data.features import encode, model_arrays, raw_columns
+        from privgame.mechanisms.cached import cached_release
+        from privgame.mechanisms.training.data import TrainingData
 
         if not isinstance(attack, ClassifierMIA):
             raise TypeError(f"game 'panoramia' fits 'classifier-mia', got {type(attack).__name__}.")
@@ -386,9 +394,9 @@ class PanoramiaGame(Game):
     def analyse_trial(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> dict[str, float | int]:
-        from analysis.one_run import audit_top_k
-        from analysis.panoramia import members_only_bound
-        from analysis.thresholds import Bonferroni
+        from privgame.analysis.one_run import audit_top_k
+        from privgame.analysis.panoramia import members_only_bound
+        from privgame.analysis.thresholds import Bonferroni
 
         strategy = Bonferroni(self.thresholds)
         result = self._measure(outcome, settings)
@@ -425,9 +433,9 @@ class PanoramiaGame(Game):
         }
 
     def _measure(self, outcome: TrialOutcome, settings: AnalysisSettings) -> Any:
-        """:func:`analysis.panoramia.measure` of the trial's stored test scores, with the game's thresholds."""
-        from analysis.panoramia import measure
-        from analysis.thresholds import Bonferroni
+        """:func:`privgame.analysis.panoramia.measure` of the trial's stored test scores, with the game's thresholds."""
+        from privgame.analysis.panoramia import measure
+        from privgame.analysis.thresholds import Bonferroni
 
         return measure(
             outcome.arrays["baseline"],
@@ -439,8 +447,8 @@ class PanoramiaGame(Game):
 
     def plot_trial(self, outcome: TrialOutcome, settings: AnalysisSettings, path: Path, *, title: str) -> Path:
         """The bound–recall and precision–recall curves of the MIA and the baseline on the trial's test part
-        (:func:`analysis.panoramia.plot_curves`; the paper's Figures 3-4)."""
-        from analysis.panoramia import plot_curves
+        (:func:`privgame.analysis.panoramia.plot_curves`; the paper's Figures 3-4)."""
+        from privgame.analysis.panoramia import plot_curves
 
         return plot_curves(self._measure(outcome, settings), path, title=title)
 

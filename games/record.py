@@ -40,9 +40,9 @@ import pandas as pd
 from dp_accounting import NeighboringRelation
 from scipy import stats
 
-from analysis._checks import check_int
-from analysis.multi_run import audit_scores
-from analysis.record_risk import (
+from privgame.analysis._checks import check_int
+from privgame.analysis.multi_run import audit_scores
+from privgame.analysis.record_risk import (
     MISS_RATE_THRESHOLDS,
     accuracy_interval,
     auc_interval,
@@ -50,13 +50,21 @@ from analysis.record_risk import (
     rmsd,
     tpr_at_fpr,
 )
-from analysis.thresholds import Split
-from analysis.vulnerability import achilles_scores, select_targets
-from attacks._base import Attack
-from attacks.knowledge import BlackBox, Knowledge
-from games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, keyed_seed, repetition_of, root_entropy
-from mechanisms._base import Mechanism
-from mechanisms.cached import cached_release_many
+from privgame.analysis.thresholds import Split
+from privgame.analysis.vulnerability import achilles_scores, select_targets
+from privgame.attacks._base import Attack
+from privgame.attacks.knowledge import BlackBox, Knowledge
+from privgame.games._base import (
+    AnalysisSettings,
+    Game,
+    TrialContext,
+    TrialOutcome,
+    keyed_seed,
+    repetition_of,
+    root_entropy,
+)
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.cached import cached_release_many
 
 __all__ = [
     "GAMES_PLAYED",
@@ -82,7 +90,7 @@ _RELATION = {"replace": NeighboringRelation.REPLACE_ONE, "add-remove": Neighbori
 
 def _check_columns(data: str, columns: tuple[str, ...] | None) -> tuple[str, ...]:
     """The game's columns (all of the data set's when ``columns`` is None), checked against its public domain."""
-    from games.datasets.dataset import get_dataset
+    from privgame.data.catalogue import get_dataset
 
     known = get_dataset(data).columns
     if columns is None:
@@ -96,7 +104,7 @@ def _check_columns(data: str, columns: tuple[str, ...] | None) -> tuple[str, ...
 def _population(data: Any, columns: tuple[str, ...] | None) -> pd.DataFrame:
     """The population of ``data`` (a name or a Dataset) on ``columns``; cached per data set OBJECT, not per name,
     so that a data set registered again under its name (an edited file, a re-run notebook cell) is read anew."""
-    from games.datasets.dataset import get_dataset
+    from privgame.data.catalogue import get_dataset
 
     return _population_of(get_dataset(data), columns)
 
@@ -111,13 +119,13 @@ def _population_of(dataset: Any, columns: tuple[str, ...] | None) -> pd.DataFram
 
 def _model_pool(data: str, setup: RecordSetup) -> tuple[Any, np.ndarray]:
     """The pool every round's training set is a mask of, for a trained model: the released dataset and the
-    evaluation pool (every record a round can draw), encoded (:mod:`games.datasets.features`), in increasing id
+    evaluation pool (every record a round can draw), encoded (:mod:`privgame.data.features`), in increasing id
     order; and the position of each population id in it (−1: not in the pool).  Built once per setup, so its content
     hash is computed once; a pool smaller than the population keeps DP-SGD's per-row Poisson draws to what a round can
     use."""
     if setup.model_pool is None:
-        from games.datasets.features import model_arrays, raw_columns
-        from mechanisms.training.data import TrainingData
+        from privgame.data.features import model_arrays, raw_columns
+        from privgame.mechanisms.training.data import TrainingData
 
         arrays = model_arrays(data)
         ids = np.union1d(setup.released, setup.evaluation)
@@ -138,7 +146,7 @@ class _Encoder:
     data: str
 
     def __call__(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        from games.datasets.features import encode
+        from privgame.data.features import encode
 
         arrays = encode(table, self.data)
         return arrays.x, arrays.y
@@ -151,13 +159,13 @@ class _RawColumns:
     data: str
 
     def __call__(self, table: pd.DataFrame) -> pd.DataFrame:
-        from games.datasets.features import raw_columns
+        from privgame.data.features import raw_columns
 
         return raw_columns(table, self.data)
 
 
 def _public_ranges(data: Any, columns: tuple[str, ...]) -> dict[str, tuple[float, float]]:
-    from games.datasets.dataset import get_dataset
+    from privgame.data.catalogue import get_dataset
 
     return {c: (float(lo), float(hi)) for c, lo, hi in get_dataset(data).domain.ranges if c in columns}
 
@@ -193,7 +201,7 @@ class RecordSetup:
 
 
 def _setup_key(game: _RecordGameBase) -> tuple[Any, ...]:
-    from games.datasets.dataset import get_dataset
+    from privgame.data.catalogue import get_dataset
 
     return (
         get_dataset(game.data),  # the data set object: one registered again under its name is another key
@@ -306,7 +314,7 @@ class _RecordGameBase(Game):
     n_boot: int = 1000
 
     def __post_init__(self) -> None:
-        from games.datasets.dataset import check_data
+        from privgame.data.catalogue import check_data
 
         size = check_data(self.data, "table").size
         if self.columns is not None:
@@ -381,7 +389,7 @@ class _RecordGameBase(Game):
                 f"games/datasets/features.py), got {list(self.columns)!r}"
             )
         if reason is None and mechanism.input_kind == "dataset":
-            from games.datasets.features import model_problem
+            from privgame.data.features import model_problem
 
             reason = model_problem(mechanism, self.data)
         check = getattr(attack, "table_incompatibility", None)
@@ -636,7 +644,7 @@ class TraditionalRecordGame(_RecordGameBase):
 
     Notes
     -----
-    Threat model: the adversary of :mod:`attacks.knowledge` (auxiliary data, the target, n, black-box access to
+    Threat model: the adversary of :mod:`privgame.attacks.knowledge` (auxiliary data, the target, n, black-box access to
     the mechanism) trains its attack once per target; the challenger's secret is b per round.  Random per round:
     D̄ (n − 1 fresh records of the evaluation pool), the reference record, b, and the mechanism's seed.  Per record:
     AUC with a stratified bootstrap interval, accuracy of the attack's own guesses with the Hoeffding interval,

@@ -13,8 +13,8 @@ most β/2 (its union bound).
 Deliberately invalid estimators (a point estimate; the best threshold without correction) are part of the harness
 (``include_invalid=True``) to show that it catches them.
 
-The order-statistics audit (:mod:`analysis.order_stats`, Xiang et al. 2025, arXiv:2509.08704) is valid only in the
-product model, where every canary's output depends on its own bit alone through randomness of its own
+The order-statistics audit (:mod:`privgame.analysis.order_stats`, Xiang et al. 2025, arXiv:2509.08704) is valid only in
+the product model, where every canary's output depends on its own bit alone through randomness of its own
 (``Mechanism.canary_dependence is None``).  Its rows (pure, Gaussian and DP-SGD's PLD family, one- and two-sided) are
 played on the product-model scenarios only.  Two more scenarios show why the refusal elsewhere is needed: mechanisms
 that keep their per-canary guarantee exactly but whose canaries share randomness
@@ -41,15 +41,21 @@ from numpy.typing import NDArray
 from scipy import special, stats
 from tqdm.auto import tqdm
 
-from analysis import fdp, multi_run, one_run, order_stats
-from analysis._checks import check_int, check_real
-from analysis._counting import counts_one_sided
-from analysis.accounting import NeighbouringRelation, PrivacyClaim, dpsgd_claim, gaussian_claim, gaussian_epsilon
-from analysis.families import dpsgd_family, dpsgd_parameters, family_for_claim
-from analysis.thresholds import Bonferroni, Explicit, Split, ThresholdStrategy, _levels, quantile_thresholds
-from attacks import Identity
-from games.one_run import OneRunGame
-from mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
+from privgame.analysis import fdp, multi_run, one_run, order_stats
+from privgame.analysis._checks import check_int, check_real
+from privgame.analysis._counting import counts_one_sided
+from privgame.analysis.accounting import (
+    NeighbouringRelation,
+    PrivacyClaim,
+    dpsgd_claim,
+    gaussian_claim,
+    gaussian_epsilon,
+)
+from privgame.analysis.families import dpsgd_family, dpsgd_parameters, family_for_claim
+from privgame.analysis.thresholds import Bonferroni, Explicit, Split, ThresholdStrategy, _levels, quantile_thresholds
+from privgame.attacks import Identity
+from privgame.games.one_run import OneRunGame
+from privgame.mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
 
 __all__ = [
     "ESTIMATORS",
@@ -540,7 +546,7 @@ def _strategy(name: str, scenario: Scenario, two_sided: bool, split_seed: int) -
 
 
 def _panoramia_rows(seed: np.random.SeedSequence, confidences: Sequence[float]) -> list[tuple[Any, ...]]:
-    from analysis import panoramia
+    from privgame.analysis import panoramia
 
     c, eps, n = 1.0, 1.0, 2000
     rng = np.random.default_rng(seed)

@@ -10,16 +10,16 @@ Two class attributes let a game check compatibility before any work runs:
 
 ``input_kind``
     what ``release`` takes: ``"canary-bits"`` (a boolean array of m membership bits, one per canary),
-    ``"canary-dataset"`` (:class:`mechanisms.training.canaries.CanaryData`: the bits with the game's training rows
-    and canary examples), ``"dataset"`` (:class:`mechanisms.training.data.TrainingData`: a pool and an
+    ``"canary-dataset"`` (:class:`privgame.mechanisms.training.canaries.CanaryData`: the bits with the game's training
+    rows and canary examples), ``"dataset"`` (:class:`privgame.mechanisms.training.data.TrainingData`: a pool and an
     include-mask) or ``"table"`` (a DataFrame).
 ``release_kind``
     what it publishes: ``"per-canary-values"`` (one number per canary), ``"model"``
-    (:class:`mechanisms.training.release.ModelRelease`), ``"model-with-canaries"`` (a model and the public
+    (:class:`privgame.mechanisms.training.release.ModelRelease`), ``"model-with-canaries"`` (a model and the public
     canaries), ``"table"``.
 
 A third says whether the one-run game's canaries are independent channels (the product model that the
-order-statistics audit, :mod:`analysis.order_stats`, needs):
+order-statistics audit, :mod:`privgame.analysis.order_stats`, needs):
 
 ``canary_dependence`` (default: a sentence saying it is not declared)
     ``None`` for a mechanism whose output for each canary depends on that canary's bit alone, through randomness
@@ -28,7 +28,7 @@ order-statistics audit, :mod:`analysis.order_stats`, needs):
     model"), which the estimator's refusal quotes.  A wrong ``None`` makes that estimator unsound: declare it
     only when it holds by construction.
 
-A fourth says what the contract may expect of its randomness (:mod:`games.testing` checks both ways):
+A fourth says what the contract may expect of its randomness (:mod:`privgame.engine.testing` checks both ways):
 
 ``deterministic`` (default ``False``)
     ``True`` for a mechanism that ignores ``rng`` by design (an exact copy of its input: the record games' worst
@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from analysis._checks import UNSTATED_DEPENDENCE
+from privgame.analysis._checks import UNSTATED_DEPENDENCE
 
 if TYPE_CHECKING:
-    from analysis.accounting import PrivacyClaim
+    from privgame.analysis.accounting import PrivacyClaim
 
 __all__ = ["Mechanism", "PrivacyClaim", "check_runs"]
 
@@ -56,7 +56,7 @@ def __getattr__(name: str) -> Any:
     # PrivacyClaim is re-exported on first use: the base class alone (what reading results needs) must not
     # import dp_accounting, about a second of a report's start-up
     if name == "PrivacyClaim":
-        from analysis.accounting import PrivacyClaim
+        from privgame.analysis.accounting import PrivacyClaim
 
         return PrivacyClaim
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

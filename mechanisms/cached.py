@@ -2,11 +2,11 @@
 
 A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the source
 of the mechanism's package and of ``analysis/`` and the numerical libraries' versions, the input data's content,
-the seed's entropy and spawn key), and that is its key in :class:`analysis.cache.ArtefactCache`.
+the seed's entropy and spawn key), and that is its key in :class:`privgame.core.cache.ArtefactCache`.
 Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; trained models
-(``release_kind == "model"`` on a :class:`mechanisms.training.data.TrainingData`) as the npz of their arrays
-(:meth:`mechanisms.training.release.ModelRelease.to_arrays`, decoded by
-:func:`mechanisms.training.release.decode_release`); other releases are recomputed every time.  Shadow
+(``release_kind == "model"`` on a :class:`privgame.mechanisms.training.data.TrainingData`) as the npz of their arrays
+(:meth:`privgame.mechanisms.training.release.ModelRelease.to_arrays`, decoded by
+:func:`privgame.mechanisms.training.release.decode_release`); other releases are recomputed every time.  Shadow
 modelling (``attacks/``) and the record games (``games/record.py``) both go through these functions, so a killed
 run resumes without repeating a finished generator run, and two games on the same target share their shadows.
 """
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.cache import ArtefactCache, code_fingerprint, content_hash, make_key, privgame_version, seed_identity
-from mechanisms._base import Mechanism
-from mechanisms.training.data import TrainingData
-from mechanisms.training.release import ModelRelease, decode_release
+from privgame.core.cache import ArtefactCache, code_fingerprint, content_hash, make_key, privgame_version, seed_identity
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.release import ModelRelease, decode_release
 
 __all__ = ["cached_release", "cached_release_many", "release_key"]
 
@@ -31,16 +31,16 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
     """The cache key of ``mechanism.release(data, rng=default_rng(seed))``; ``None`` when it is not cacheable."""
     if mechanism.release_kind == "table" and isinstance(data, pd.DataFrame | np.ndarray):
         # the mechanism's own package and ``analysis`` (discretisation, checks), which every generator uses
-        code = [code_fingerprint(type(mechanism).__module__), code_fingerprint("analysis.cache")]
+        code = [code_fingerprint(type(mechanism).__module__), code_fingerprint("privgame.analysis.discretise")]
         content: Any = content_hash(data)
     elif mechanism.release_kind == "model" and isinstance(data, TrainingData):
         # the trainers share mechanisms/training (data, release, the network trainer) and mechanisms/dpsgd
         # (the models' initialisation, DP-SGD)
         code = [
             code_fingerprint(type(mechanism).__module__),
-            code_fingerprint("mechanisms.training.data"),
-            code_fingerprint("mechanisms.dpsgd.models"),
-            code_fingerprint("analysis.cache"),
+            code_fingerprint("privgame.mechanisms.training.data"),
+            code_fingerprint("privgame.mechanisms.dpsgd.models"),
+            code_fingerprint("privgame.analysis.discretise"),
         ]
         content = {"pool": data.pool_hash, "include": content_hash(data.include), "size": data.public_size}
         # a model released as its answers on given records (sklearn) depends on those records too, and on its

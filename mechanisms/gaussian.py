@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_membership, check_real
-from analysis.accounting import PrivacyClaim, gaussian_claim
-from mechanisms._base import Mechanism
+from privgame.analysis._checks import check_membership, check_real
+from privgame.analysis.accounting import PrivacyClaim, gaussian_claim
+from privgame.mechanisms._base import Mechanism
 
 __all__ = ["GaussianMechanism"]
 

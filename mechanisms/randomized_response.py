@@ -9,9 +9,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from analysis._checks import check_membership, check_real
-from analysis.accounting import PrivacyClaim, randomized_response_claim
-from mechanisms._base import Mechanism
+from privgame.analysis._checks import check_membership, check_real
+from privgame.analysis.accounting import PrivacyClaim, randomized_response_claim
+from privgame.mechanisms._base import Mechanism
 
 __all__ = ["RandomizedResponse"]
 

@@ -9,23 +9,18 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("analysis", "attacks", "games", "mechanisms", "privgame")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _layout import module_name, source_files
+
 OPTIONAL = {"torch", "pgmpy"}  # the extras a module may need (pyproject's optional dependencies)
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = sorted(
-    _module_name(p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if ">>>" in p.read_text(encoding="utf-8")
-)
+MODULES = sorted(module_name(p) for p in source_files() if ">>>" in p.read_text(encoding="utf-8"))
 
 
 def test_the_packages_have_examples():

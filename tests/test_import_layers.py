@@ -1,42 +1,58 @@
-"""The direction of imports between the packages (STYLE.md, "Layout and direction of imports").
+"""The direction of imports between privgame's packages (STYLE.md, "Layout and direction of imports"), and no circle.
 
-``analysis`` imports nothing of ours; ``mechanisms`` and ``attacks`` may import ``analysis`` but never ``games``;
-``mechanisms`` never imports ``attacks``; ``games`` composes the other three; ``privgame`` (the Python API) may
-import them all, and none of them imports it.  Every module of every package is
-parsed (``ast``, nothing is imported), and every import counts wherever it stands: at module level, inside a
-function (a lazy import is still a dependency), under ``if TYPE_CHECKING:`` (a type-only import still ties the
-lower layer's API to the upper one, and mypy follows it), and ``importlib.import_module("...")`` /
-``__import__("...")`` with a literal name.  TYPE_CHECKING-only imports are therefore NOT an exception: a type a lower
-layer needs belongs in that layer.  Relative imports are resolved to their absolute module first.
+The layers, from the bottom up; each package may import only those below it (and itself):
+
+    privgame.core < privgame.analysis < privgame.mechanisms < privgame.attacks, privgame.data < privgame.games
+    < privgame.engine < privgame (the top package's ``__init__``: lazy re-exports of the engine's API)
+
+Every module of every package is parsed (``ast``, nothing is imported), and every import counts wherever it stands:
+at module level, inside a function (a lazy import is still a dependency), under ``if TYPE_CHECKING:`` (a type-only
+import still ties the lower layer's API to the upper one, and mypy follows it), and
+``importlib.import_module("...")`` / ``__import__("...")`` with a literal name.  TYPE_CHECKING-only imports are
+therefore NOT an exception: a type a lower layer needs belongs in that layer.  Relative imports are resolved to their
+absolute module first.  A name of the old layout (``analysis``, ``games``, ... as top-level packages) is refused
+everywhere: privgame is one import name.  Beyond the layers, the graph of imports between modules has no circle
+(a lazy import inside a function counts as an edge too); ``python tests/test_import_layers.py --dot`` prints it as
+Graphviz, one node per package.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("analysis", "attacks", "games", "mechanisms", "privgame")
-FORBIDDEN = {
-    "analysis": {"attacks", "games", "mechanisms", "privgame"},
-    "mechanisms": {"attacks", "games", "privgame"},
-    "attacks": {"games", "privgame"},
-    "games": {"privgame"},
-    "privgame": set(),  # the Python API, on top of everything
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _layout import PACKAGE, ROOT, module_name, source_files
+
+LAYERS: dict[str, set[str]] = {
+    "privgame.core": set(),
+    "privgame.analysis": {"privgame.core"},
+    "privgame.mechanisms": {"privgame.core", "privgame.analysis"},
+    "privgame.attacks": {"privgame.core", "privgame.analysis", "privgame.mechanisms"},
+    "privgame.data": {"privgame.core", "privgame.analysis", "privgame.mechanisms"},
 }
+LAYERS["privgame.games"] = LAYERS["privgame.attacks"] | {"privgame.attacks", "privgame.data"}
+LAYERS["privgame.engine"] = set(LAYERS) - {"privgame.engine"}
+LAYERS["privgame"] = {"privgame.core", "privgame.engine"}
+OLD_TOP_LEVEL = {"analysis", "attacks", "games", "mechanisms"}
 
 
-def _module_name(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _layer(module: str) -> str | None:
+    """The package (layer) of a module of ours, or None for a module that is not privgame's."""
+    if module != "privgame" and not module.startswith("privgame."):
+        return None
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else "privgame"
 
 
 def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """Every module ``path`` imports, as (line, absolute dotted name)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    name = _module_name(path, root)
+    name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
@@ -59,42 +75,173 @@ def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
 
 
 def _violations(package: str, root: Path = ROOT) -> list[str]:
+    """The imports of ``package``'s modules that reach a layer above it, or a name of the old layout."""
+    folder = root.joinpath(*package.split("."))
+    files = [folder / "__init__.py"] if package == "privgame" else source_files(folder)
     out = []
-    for path in sorted((root / package).rglob("*.py")):
+    for path in files:
         for line, module in _imports(path, root):
-            top = module.split(".")[0]
-            if top in FORBIDDEN[package]:
+            layer = _layer(module)
+            if module.split(".")[0] in OLD_TOP_LEVEL:
+                out.append(f"{path.relative_to(root)}:{line} imports {module} (privgame is one import name)")
+            elif layer is not None and layer != package and layer not in LAYERS[package]:
                 out.append(f"{path.relative_to(root)}:{line} imports {module}")
     return out
 
 
-@pytest.mark.parametrize("package", PACKAGES)
+def _imported_names(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """``from pkg import sub`` as (line, ``pkg.sub``): a name imported from a package may be its submodule."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module_name(path, root) if path.name == "__init__.py" else module_name(path, root).rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module → the modules of ours it imports (an imported name ``from pkg import sub`` counts as ``pkg``)."""
+    files = source_files(root / "privgame")
+    known = {module_name(p, root) for p in files}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in files:
+        name = module_name(path, root)
+        graph[name]
+        for _, module in _imports(path, root) + _imported_names(path, root):
+            while module and module not in known:
+                module = module.rpartition(".")[0]
+            if module and module != name:
+                graph[name].add(module)
+    return dict(graph)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _is_package_init(module: str, graph: dict[str, set[str]]) -> bool:
+    return any(other.startswith(module + ".") for other in graph)
+
+
+def module_cycles(root: Path = ROOT) -> list[list[str]]:
+    """Circles among modules.  A package ``__init__`` that only re-exports lazily names its own submodules; those
+    edges (package → its own submodule) and a submodule's import of its own package's ``__init__`` are how every
+    Python package works, so the graph drops an edge from a package to a module inside it."""
+    graph = import_graph(root)
+    trimmed = {
+        name: {m for m in deps if not (_is_package_init(name, graph) and m.startswith(name + "."))}
+        for name, deps in graph.items()
+    }
+    return _cycles(trimmed)
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
 def test_package_imports_only_lower_layers(package):
-    assert (ROOT / package / "__init__.py").is_file()
+    assert (ROOT.joinpath(*package.split(".")) / "__init__.py").is_file()
     violations = _violations(package)
-    assert not violations, f"{package} must not import {sorted(FORBIDDEN[package])}: " + "; ".join(violations)
+    assert not violations, f"{package} may import only {sorted(LAYERS[package])}: " + "; ".join(violations)
+
+
+def test_every_module_is_in_a_layer():
+    names = {module_name(p) for p in source_files(PACKAGE)}
+    assert len(names) > 100
+    assert {n for n in names if _layer(n) not in LAYERS} == set()
+
+
+def test_no_circle_among_modules():
+    assert module_cycles() == []
+
+
+def test_a_circle_is_found(tmp_path):
+    """The circle check can fail: a -> b -> c -> a among three modules of a package is reported."""
+    package = tmp_path / "privgame" / "data"
+    package.mkdir(parents=True)
+    (tmp_path / "privgame" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from privgame.data import b\n")
+    (package / "b.py").write_text("import privgame.data.c\n")
+    (package / "c.py").write_text("def f():\n    from privgame.data.a import x\n")
+    (package / "d.py").write_text("import privgame.data.a\n")
+    assert module_cycles(tmp_path) == [["privgame.data.a", "privgame.data.b", "privgame.data.c"]]
+
+
+def package_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Package (layer) → the other packages it imports."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for name, deps in import_graph(root).items():
+        layer = _layer(name)
+        out[layer or name] |= {d for d in (_layer(m) for m in deps) if d is not None and d != layer}
+    return dict(out)
 
 
 def test_the_scan_sees_every_kind_of_import(tmp_path):
     """A module with each kind of forbidden import is caught, each on its own line (the check can fail)."""
-    package = tmp_path / "mechanisms"
+    package = tmp_path / "privgame" / "mechanisms"
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "sub" / "__init__.py").write_text("from .bad import f\n")
     (package / "sub" / "bad.py").write_text(
         "from typing import TYPE_CHECKING\n"
-        "import games.registry\n"  # 2: module level
+        "import privgame.engine.registry\n"  # 2: module level
         "if TYPE_CHECKING:\n"
-        "    from attacks import Identity\n"  # 4: type-only
+        "    from privgame.attacks import Identity\n"  # 4: type-only
         "def f():\n"
-        "    from games import config\n"  # 6: inside a function
+        "    from privgame.engine import config\n"  # 6: inside a function
         "    import importlib\n"
-        "    return importlib.import_module('attacks.loss')\n"  # 8: by literal name
+        "    return importlib.import_module('privgame.attacks.loss')\n"  # 8: by literal name
         "g = __import__('games')\n"  # 9: the builtin, by literal name
         "from .. import gaussian\n"  # 10: relative (a relative import never leaves its package)
-        "import analysis.one_run, numpy\n"  # 11: allowed
+        "import privgame.analysis.one_run, numpy\n"  # 11: allowed
     )
-    violations = _violations("mechanisms", tmp_path)
-    assert [v.split(" ")[0] for v in violations] == [f"mechanisms/sub/bad.py:{n}" for n in (2, 4, 6, 8, 9)]
-    assert (10, "mechanisms") in _imports(package / "sub" / "bad.py", tmp_path)
-    assert _imports(package / "sub" / "__init__.py", tmp_path) == [(1, "mechanisms.sub.bad")]
+    violations = _violations("privgame.mechanisms", tmp_path)
+    assert [v.split(" ")[0] for v in violations] == [f"privgame/mechanisms/sub/bad.py:{n}" for n in (2, 4, 6, 8, 9)]
+    assert "privgame is one import name" in violations[-1]  # 9: a name of the old layout
+    assert (10, "privgame.mechanisms") in _imports(package / "sub" / "bad.py", tmp_path)
+    assert _imports(package / "sub" / "__init__.py", tmp_path) == [(1, "privgame.mechanisms.sub.bad")]
+
+
+if __name__ == "__main__":  # python tests/test_import_layers.py --dot | dot -Tsvg > imports.svg
+    if sys.argv[1:] != ["--dot"]:
+        sys.exit("usage: python tests/test_import_layers.py --dot")
+    print("digraph privgame {\n  rankdir=BT;\n  node [shape=box];")
+    for package, deps in sorted(package_graph().items()):
+        for dep in sorted(deps):
+            print(f'  "{package}" -> "{dep}";')
+    print("}")

@@ -1,25 +1,27 @@
 """No pickle is ever loaded by the package: a results directory or cache entry from elsewhere can hold no code.
 
-Every source file of ``analysis``, ``games``, ``mechanisms`` and ``attacks`` is parsed and each name resolved
+Every source file of ``privgame`` (all its packages) is parsed and each name resolved
 through its imports (``import numpy as np`` makes ``np.load`` ``numpy.load``), so an alias cannot hide a load.
 Refused: any use of a pickle-family loader (``pickle.load``/``loads``/``Unpickler``, the same of ``_pickle``,
 ``dill``, ``cloudpickle``, ``marshal``, ``shelve.open``, ``jsonpickle.decode``), called or not, imported by
 name, or reached through ``getattr`` on such a module; ``joblib.load``; ``pandas.read_pickle`` (and any
 ``.read_pickle`` method); ``numpy.load`` without an explicit ``allow_pickle=False`` and ``allow_pickle=True``
 anywhere; ``torch.load`` without ``weights_only=True``.  The one load allowed is the round trip
-``pickle.loads(pickle.dumps(x))`` of an object the code holds itself (``games.testing`` checks that components
+``pickle.loads(pickle.dumps(x))`` of an object the code holds itself (``privgame.engine.testing`` checks that components
 pickle): it reads no bytes from anywhere.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
-PACKAGES = ("analysis", "games", "mechanisms", "attacks")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _layout import ROOT, source_files
+
 _PICKLERS = {"load", "loads", "Unpickler"}
 LOADERS = {
     "pickle": _PICKLERS,
@@ -109,7 +111,7 @@ def pickle_loads(source: str, filename: str = "<source>") -> list[str]:
 
 
 def _sources() -> list[Path]:
-    files = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+    files = source_files()
     assert len(files) > 30, f"the package sources were not found under {ROOT}"
     return files
 

@@ -13,8 +13,8 @@ from typing import ClassVar
 import numpy as np
 from extending_model import check_mlp, fit_mlp  # the plugin's folder is on sys.path: its modules import each other
 
-from games.registry import MECHANISMS
-from mechanisms.training import CanaryData, CanaryMechanism, CanaryModelRelease
+from privgame.engine.registry import MECHANISMS
+from privgame.mechanisms.training import CanaryData, CanaryMechanism, CanaryModelRelease
 
 
 @MECHANISMS.register
@@ -54,4 +54,4 @@ class SklearnMLPCanaries(CanaryMechanism):
         return CanaryModelRelease(model, canary_x, canary_y)
 
     def privacy_claim(self) -> None:
-        return None  # non-private; a DP trainer returns its PrivacyClaim (analysis.accounting.dpsgd_claim, ...)
+        return None  # non-private; a DP trainer returns its PrivacyClaim (privgame.analysis.accounting.dpsgd_claim)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from games.datasets import Dataset, PublicDomain, register_dataset
+from privgame.data import Dataset, PublicDomain, register_dataset
 
 SIZE = 2_000
 

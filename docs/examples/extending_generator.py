@@ -16,10 +16,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from analysis.accounting import PrivacyClaim, pure_composition_claim
-from analysis.discretise import PublicRanges, public_ranges
-from games.registry import MECHANISMS
-from mechanisms import Mechanism
+from privgame.analysis.accounting import PrivacyClaim, pure_composition_claim
+from privgame.analysis.discretise import PublicRanges, public_ranges
+from privgame.engine.registry import MECHANISMS
+from privgame.mechanisms import Mechanism
 
 
 @MECHANISMS.register

@@ -1,8 +1,8 @@
 """A trained model of your own, as a config plugin: ``sk-mlp``, scikit-learn's ``MLPClassifier``.
 
-The fitted network is released as a :class:`mechanisms.training.NetworkRelease` built from its weights: plain
+The fitted network is released as a :class:`privgame.mechanisms.training.NetworkRelease` built from its weights: plain
 arrays, so the artefact cache stores it (an npz, no pickle) and every attack on a model reads it through the
-:class:`mechanisms.training.ModelRelease` protocol.  Registered when imported:
+:class:`privgame.mechanisms.training.ModelRelease` protocol.  Registered when imported:
 ``[experiment] plugins = ["extending_model"]``.  docs/extending.md, section 3.
 """
 
@@ -15,8 +15,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from games.registry import MECHANISMS
-from mechanisms.training import ModelRelease, NetworkRelease, TrainedModel, TrainingData
+from privgame.engine.registry import MECHANISMS
+from privgame.mechanisms.training import ModelRelease, NetworkRelease, TrainedModel, TrainingData
 
 
 def fit_mlp(

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from games.registry import MECHANISMS
-from mechanisms._base import Mechanism
+from privgame.engine.registry import MECHANISMS
+from privgame.mechanisms._base import Mechanism
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,13 +2,13 @@
 
 The game chooses m canary examples in advance (mislabelled held-out rows, or out-of-distribution noise with random
 labels: its ``canary`` parameter) and hands them over with the real training rows and the membership bits
-(:class:`mechanisms.training.canaries.CanaryData`); each member canary (S_i = 1) joins the training set.  Training
-is the DP-SGD classifier's (:class:`mechanisms.dpsgd.classifier.DPSGDClassifier`, the MLP of
-:func:`mechanisms.dpsgd.models.mlp`, or a user's ``torch.nn.Module`` named by its factory, on a pool and
-include-masks).  The release is the final model (:class:`mechanisms.training.release.ModelRelease`) together with
-the (public) canaries, a
-:class:`mechanisms.training.canaries.CanaryModelRelease`; the attack scores each canary by its negative loss under
-that model (:class:`attacks.loss.NegativeLoss`).
+(:class:`privgame.mechanisms.training.canaries.CanaryData`); each member canary (S_i = 1) joins the training set.
+Training is the DP-SGD classifier's (:class:`privgame.mechanisms.dpsgd.classifier.DPSGDClassifier`, the MLP of
+:func:`privgame.mechanisms.dpsgd.models.mlp`, or a user's ``torch.nn.Module`` named by its factory, on a pool and
+include-masks).  The release is the final model (:class:`privgame.mechanisms.training.release.ModelRelease`) together
+with the (public) canaries, a
+:class:`privgame.mechanisms.training.canaries.CanaryModelRelease`; the attack scores each canary by its negative loss
+under that model (:class:`privgame.attacks.loss.NegativeLoss`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mechanisms._base import check_runs
-from mechanisms.dpsgd.classifier import DPSGDClassifier, check_factory
-from mechanisms.dpsgd.parameters import DPSGDParameters
-from mechanisms.dpsgd.user_model import check_model
-from mechanisms.training.canaries import CanaryMechanism, CanaryModelRelease, as_canary_data, stack_canary_runs
+from privgame.mechanisms._base import check_runs
+from privgame.mechanisms.dpsgd.classifier import DPSGDClassifier, check_factory
+from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
+from privgame.mechanisms.dpsgd.user_model import check_model
+from privgame.mechanisms.training.canaries import CanaryMechanism, CanaryModelRelease, as_canary_data, stack_canary_runs
 
 __all__ = ["DPSGDBlackBox"]
 
@@ -34,16 +34,16 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
     """DP-SGD on the game's rows and its member canary examples; releases the model with the canaries.
 
     The rows and the canary examples are the game's (its ``data`` and ``canary``: the digits in the shipped
-    configs; input ``"canary-dataset"``, :class:`mechanisms.training.canaries.CanaryData`): the mechanism loads no
-    data set.
+    configs; input ``"canary-dataset"``, :class:`privgame.mechanisms.training.canaries.CanaryData`): the mechanism loads
+    no data set.
 
     Parameters
     ----------
     epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum
-        As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`.
+        As :class:`privgame.mechanisms.dpsgd.parameters.DPSGDParameters`.
     hidden : tuple of int, default=()
         Hidden widths of the network (``()``: logistic regression; ``(32,)``: the MLP inputs → 32 → classes), as
-        :class:`mechanisms.dpsgd.classifier.DPSGDClassifier`, whose training this is (float32).  Left out with
+        :class:`privgame.mechanisms.dpsgd.classifier.DPSGDClassifier`, whose training this is (float32).  Left out with
         ``model``.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
         Left out with ``model``.
@@ -51,11 +51,11 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
         ``None``: the built-in network of ``hidden`` and ``activation``.  Or the researcher's own
         ``torch.nn.Module`` by its factory, ``"package.module:factory"``, called as
         ``factory((d,), n_classes, generator=...)`` for the game's rows of d features (the contract of
-        :mod:`mechanisms.dpsgd.user_model`; importing it runs that module's code, as a plugin).  Checked when the
-        mechanism is built (importable, callable; ``hidden`` and ``activation`` refused unless left at their
+        :mod:`privgame.mechanisms.dpsgd.user_model`; importing it runs that module's code, as a plugin).  Checked when
+        the mechanism is built (importable, callable; ``hidden`` and ``activation`` refused unless left at their
         defaults) and with the game's config (:meth:`canary_problem`: the whole contract, one line); trained in
         float32 as ``DPSGDClassifier(model=...)`` does and released as a
-        :class:`mechanisms.training.release.ModuleRelease`, whose canaries' losses the attack reads.
+        :class:`privgame.mechanisms.training.release.ModuleRelease`, whose canaries' losses the attack reads.
 
     Notes
     -----
@@ -91,7 +91,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
             object.__setattr__(self, "hidden", trainer.hidden)
 
     def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
-        """A user model's contract (:func:`mechanisms.dpsgd.user_model.check_model`) on the game's rows of
+        """A user model's contract (:func:`privgame.mechanisms.dpsgd.user_model.check_model`) on the game's rows of
         ``features`` features and ``classes`` classes; ``None`` when it holds (or the network is built in).  The
         canaries are examples: no coordinate of the model is reserved for them (m plays no part)."""
         if self.model is None:
@@ -123,7 +123,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
         return self.release_runs([as_canary_data("data", data)], rngs=[rng])[0]
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[CanaryModelRelease]:
-        """K independent releases trained at once (:func:`mechanisms.dpsgd.sgd.train_ensemble`), each equal to
+        """K independent releases trained at once (:func:`privgame.mechanisms.dpsgd.sgd.train_ensemble`), each equal to
         ``release(d, rng=r)`` up to the rounding of batched float32 products.
 
         Raises
@@ -146,7 +146,8 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
     def canary_bytes(self, m: int, *, rows: int, features: int, classes: int) -> int:
         """The pool (rows and canaries) as float32 with a few working copies (the data, the sampled batch, the
         per-example activations of ghost clipping), and the network's weights a few times.  A user's model counts
-        its trainable coordinates (:func:`mechanisms.dpsgd.user_model.check_model`) and, for its activations, the
+        its trainable coordinates (:func:`privgame.mechanisms.dpsgd.user_model.check_model`) and, for its activations,
+        the
         pool's width only: its own layers' widths are unknown here."""
         widths = (features, *self.hidden, classes)
         weights = sum(a * b for a, b in itertools.pairwise(widths))

@@ -1,6 +1,6 @@
 """Broken DP-SGD, on purpose: the mistakes a one-run audit must catch, each with the claim the broken code reports.
 
-``dpsgd-broken`` is :class:`mechanisms.dpsgd.whitebox.DPSGDWhiteBox` (its dense or reserved layout, any model)
+``dpsgd-broken`` is :class:`privgame.mechanisms.dpsgd.whitebox.DPSGDWhiteBox` (its dense or reserved layout, any model)
 with one flaw in its step, and the claim of the correct step: DP-SGD's PLD at (q, σ, T), add/remove-one.  An
 audit whose lower bound exceeds that claim at 95 % refutes it (``experiments/catch_broken_dpsgd.toml``).
 
@@ -32,7 +32,7 @@ The flaws (``flaw``; docs/dpsgd_variants.md has the catalogue, its sources and t
     recovered from the descents u_t and the public momentum μ) reads the canary's insertions exactly.
 ``"realised_batch"``
     The noisy sum is divided by the realised batch size |B_t| and the run is accounted as the subsampled
-    Gaussian mechanism (normalisation "realised" of :class:`mechanisms.dpsgd.sgd.DPSGDConfig`).  Whether this
+    Gaussian mechanism (normalisation "realised" of :class:`privgame.mechanisms.dpsgd.sgd.DPSGDConfig`).  Whether this
     leaks beyond the claim depends on the regime (docs/dpsgd_variants.md): per coordinate the signal-to-noise
     ratio C/σC of an inserted canary is the correct step's, so a per-canary audit sees no difference; the leak
     is the batch size itself, read off the norm of the whole update.
@@ -54,12 +54,12 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
-from analysis._checks import check_real
-from analysis.accounting import PrivacyClaim, dpsgd_claim
-from mechanisms.dpsgd.clipping import trainable_parameters
-from mechanisms.dpsgd.devices import make_generator
-from mechanisms.dpsgd.sgd import DPSGDConfig
-from mechanisms.dpsgd.whitebox import DPSGDWhiteBox, ReleaseHooks
+from privgame.analysis._checks import check_real
+from privgame.analysis.accounting import PrivacyClaim, dpsgd_claim
+from privgame.mechanisms.dpsgd.clipping import trainable_parameters
+from privgame.mechanisms.dpsgd.devices import make_generator
+from privgame.mechanisms.dpsgd.sgd import DPSGDConfig
+from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox, ReleaseHooks
 
 __all__ = ["FLAWS", "SCORES", "DPSGDBroken"]
 
@@ -82,7 +82,7 @@ class DPSGDBroken(DPSGDWhiteBox):
     Parameters
     ----------
     epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum, model, canary_layout
-        As :class:`mechanisms.dpsgd.whitebox.DPSGDWhiteBox` (layouts ``"dense"`` and ``"reserved"``: the flaws
+        As :class:`privgame.mechanisms.dpsgd.whitebox.DPSGDWhiteBox` (layouts ``"dense"`` and ``"reserved"``: the flaws
         act in the engine's step).  ``normalisation`` stays ``"expected"``: the ``realised_batch`` flaw sets it.
     flaw : str, default="none"
         One of :data:`FLAWS` (module docstring).

@@ -11,15 +11,15 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from mechanisms.dpsgd.devices import resolve_device
-from mechanisms.dpsgd.models import mlp
-from mechanisms.dpsgd.parameters import DPSGDParameters
-from mechanisms.dpsgd.sgd import train_ensemble
-from mechanisms.dpsgd.user_model import ModelFactory, check_model, is_import_path
-from mechanisms.training.data import TrainingData
-from mechanisms.training.models import TrainedModel, check_device, torch_generators
-from mechanisms.training.network import network_release
-from mechanisms.training.release import ACTIVATIONS, ModelRelease, ModuleRelease
+from privgame.mechanisms.dpsgd.devices import resolve_device
+from privgame.mechanisms.dpsgd.models import mlp
+from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
+from privgame.mechanisms.dpsgd.sgd import train_ensemble
+from privgame.mechanisms.dpsgd.user_model import ModelFactory, check_model, is_import_path
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.models import TrainedModel, check_device, torch_generators
+from privgame.mechanisms.training.network import network_release
+from privgame.mechanisms.training.release import ACTIVATIONS, ModelRelease, ModuleRelease
 
 __all__ = ["DPSGDClassifier", "check_factory"]
 
@@ -77,33 +77,33 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     ----------
     hidden : tuple of int, default=(64,)
         Hidden widths (``()``: logistic regression); architecture and initialisation as
-        :class:`mechanisms.training.models.MLPClassifier`.  Left out with ``model``.
+        :class:`privgame.mechanisms.training.models.MLPClassifier`.  Left out with ``model``.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
         Left out with ``model``.
     epsilon, noise_multiplier, delta, steps, clip_norm, momentum
-        As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`.
+        As :class:`privgame.mechanisms.dpsgd.parameters.DPSGDParameters`.
     sampling_rate : float, default=0.02
         Poisson rate q (about 64 of 3,000 training rows per step).
     learning_rate : float, default=0.1
     device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
-        Where to train, as :class:`mechanisms.training.models.MLPClassifier`'s.
+        Where to train, as :class:`privgame.mechanisms.training.models.MLPClassifier`'s.
     model : str or None, default=None
         ``None``: the built-in MLP of ``hidden`` and ``activation``.  Or a user's ``torch.nn.Module`` by its factory,
         ``"package.module:factory"``, called as ``factory((d,), n_classes, generator=...)`` for records of d
-        encoded features (the contract of :mod:`mechanisms.dpsgd.user_model`; importing it runs that module's
+        encoded features (the contract of :mod:`privgame.mechanisms.dpsgd.user_model`; importing it runs that module's
         code, as a plugin).  Checked when the mechanism is built (importable, callable; ``hidden`` and
         ``activation`` refused unless left at their defaults) and before training (the rest of the contract,
-        :func:`mechanisms.dpsgd.user_model.check_model`, one line each); trained in float32 by the same
-        :func:`mechanisms.dpsgd.sgd.train_ensemble` call, released as a
-        :class:`mechanisms.training.release.ModuleRelease` (the factory's path and the trained parameters).
+        :func:`privgame.mechanisms.dpsgd.user_model.check_model`, one line each); trained in float32 by the same
+        :func:`privgame.mechanisms.dpsgd.sgd.train_ensemble` call, released as a
+        :class:`privgame.mechanisms.training.release.ModuleRelease` (the factory's path and the trained parameters).
 
     Notes
     -----
     Neighbouring relation: add/remove one training record; analytic claim: DP-SGD with (q, σ, T) from
     ``dp_accounting`` (PLD).  The divisor qN uses the PUBLIC training-set size (``TrainingData.size``, which the
     games set to the dataset size n, also in a world with n − 1 records), never the realised count.  K releases
-    on one pool train in one batched pass (:func:`mechanisms.dpsgd.sgd.train_ensemble` with a (K, N) mask), each
-    equal to its own training.
+    on one pool train in one batched pass (:func:`privgame.mechanisms.dpsgd.sgd.train_ensemble` with a (K, N) mask),
+    each equal to its own training.
     """
 
     name: ClassVar[str] = "dpsgd-mlp"
@@ -120,7 +120,7 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         check_device(self.device)
         if not isinstance(self.hidden, tuple | list):
             raise TypeError(f"hidden must be a list of layer widths, got {self.hidden!r}.")
-        from analysis._checks import check_int
+        from privgame.analysis._checks import check_int
 
         object.__setattr__(
             self, "hidden", tuple(check_int(f"hidden[{i}]", w, low=1, high=1 << 16) for i, w in enumerate(self.hidden))

@@ -62,7 +62,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, vjp, vmap
 
-from analysis._checks import check_real
+from privgame.analysis._checks import check_real
 
 __all__ = ["GhostClipper", "LossFn", "clipped_gradient_sum", "cross_entropy", "trainable_parameters"]
 

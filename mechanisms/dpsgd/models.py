@@ -18,8 +18,8 @@ from typing import TypeVar
 import torch
 from torch import nn
 
-from analysis._checks import check_int
-from mechanisms.training.release import check_channels, check_image
+from privgame.analysis._checks import check_int
+from privgame.mechanisms.training.release import check_channels, check_image
 
 __all__ = ["conv_net", "digits_cnn", "init_parameters", "logistic_regression", "mlp"]
 

@@ -10,9 +10,9 @@ Gaussian claim ``1/σ`` once ``d ≫ n²σ²``.  Poisson sampling hides the coun
 about ``√(q / (n(1 − q)))`` per step.
 
 :func:`update_norm_audit` measures it: R runs with the target row and R without, one DP-SGD step each through the
-engine (:func:`mechanisms.dpsgd.sgd.train_ensemble`, a linear model on Gaussian features), scored by minus the norm
-of the update, audited by :func:`analysis.multi_run.audit_scores` (Clopper–Pearson, sound for any mechanism) and put
-beside the subsampled-Gaussian claim the broken code would report.
+engine (:func:`privgame.mechanisms.dpsgd.sgd.train_ensemble`, a linear model on Gaussian features), scored by minus the
+norm of the update, audited by :func:`privgame.analysis.multi_run.audit_scores` (Clopper–Pearson, sound for any
+mechanism) and put beside the subsampled-Gaussian claim the broken code would report.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from analysis._checks import check_confidence, check_int, check_real
-from analysis.accounting import dpsgd_claim
-from analysis.multi_run import audit_scores
-from analysis.thresholds import Bonferroni
-from mechanisms.dpsgd.devices import make_generator
-from mechanisms.dpsgd.sgd import DPSGDConfig, check_normalisation, train_ensemble
+from privgame.analysis._checks import check_confidence, check_int, check_real
+from privgame.analysis.accounting import dpsgd_claim
+from privgame.analysis.multi_run import audit_scores
+from privgame.analysis.thresholds import Bonferroni
+from privgame.mechanisms.dpsgd.devices import make_generator
+from privgame.mechanisms.dpsgd.sgd import DPSGDConfig, check_normalisation, train_ensemble
 
 __all__ = ["NormLeak", "update_norm_audit", "update_norm_scores"]
 
@@ -89,7 +89,7 @@ def update_norm_scores(
     Parameters
     ----------
     normalisation : {"expected", "none", "realised"}
-        What the noisy sum is divided by (:data:`mechanisms.dpsgd.sgd.NORMALISATIONS`); the public N of
+        What the noisy sum is divided by (:data:`privgame.mechanisms.dpsgd.sgd.NORMALISATIONS`); the public N of
         ``"expected"`` is ``rows`` in both worlds.
     rows : int
         n, the rows without the target (Gaussian features, random binary labels, drawn from ``seed``).
@@ -158,7 +158,7 @@ def update_norm_audit(
 ) -> NormLeak:
     """The multi-run audit of :func:`update_norm_scores` beside the subsampled-Gaussian claim at (q, σ, T = 1).
 
-    The audit (:func:`analysis.multi_run.audit_scores`, Bonferroni over 100 thresholds) is sound for any
+    The audit (:func:`privgame.analysis.multi_run.audit_scores`, Bonferroni over 100 thresholds) is sound for any
     mechanism whose runs are independent, so a bound above the claim refutes it at ``confidence``.
 
     Examples

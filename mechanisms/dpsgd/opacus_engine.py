@@ -9,13 +9,13 @@ does not fork or patch Opacus's code: it wraps the one bound method of the optim
 sum) and before ``scale_grad``.  The wrapper
 
 1. sets the reserved canary coordinates of ``p.summed_grad`` to 0 (the data never move them:
-   :mod:`mechanisms.dpsgd.user_model`, "the reserved layout"), then
+   :mod:`privgame.mechanisms.dpsgd.user_model`, "the reserved layout"), then
 2. adds the sampled member canaries' gradients (C on each one's coordinate; each canary sampled with probability
    q per step from the release's canary stream, as the engine's), and
 3. calls Opacus's own ``add_noise``.
 
 The release is each canary's summed descent θ_0 − θ_T along its coordinate, as the engine's white-box mechanism.
-The claim is privgame's PLD at (q, σ, T) (:func:`analysis.accounting.dpsgd_claim`, add/remove-one); Opacus's
+The claim is privgame's PLD at (q, σ, T) (:func:`privgame.analysis.accounting.dpsgd_claim`, add/remove-one); Opacus's
 own RDP accountant's ε at the same δ is stored beside it (``derived_parameters``: ``opacus_epsilon``).
 
 Seeds: the model is built from the release's initialisation stream, Opacus's Poisson sampler and its noise get
@@ -35,15 +35,21 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from mechanisms._base import check_runs
-from mechanisms.dpsgd.clipping import trainable_parameters
-from mechanisms.dpsgd.devices import make_generator
-from mechanisms.dpsgd.models import logistic_regression, mlp
-from mechanisms.dpsgd.parameters import DPSGDParameters
-from mechanisms.dpsgd.sgd import poisson_mask
-from mechanisms.dpsgd.user_model import ModelFactory, check_model, is_import_path, reserved_coordinates, reserved_masks
-from mechanisms.dpsgd.whitebox import _HIDDEN, _MODELS, _flat, _generators, _place, _tensors
-from mechanisms.training.canaries import CanaryMechanism, as_canary_data
+from privgame.mechanisms._base import check_runs
+from privgame.mechanisms.dpsgd.clipping import trainable_parameters
+from privgame.mechanisms.dpsgd.devices import make_generator
+from privgame.mechanisms.dpsgd.models import logistic_regression, mlp
+from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
+from privgame.mechanisms.dpsgd.sgd import poisson_mask
+from privgame.mechanisms.dpsgd.user_model import (
+    ModelFactory,
+    check_model,
+    is_import_path,
+    reserved_coordinates,
+    reserved_masks,
+)
+from privgame.mechanisms.dpsgd.whitebox import _HIDDEN, _MODELS, _flat, _generators, _place, _tensors
+from privgame.mechanisms.training.canaries import CanaryMechanism, as_canary_data
 
 __all__ = ["OpacusWhiteBox", "opacus_batch_size", "opacus_epsilon"]
 
@@ -87,11 +93,11 @@ class OpacusWhiteBox(DPSGDParameters, CanaryMechanism):
     Parameters
     ----------
     epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum
-        As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`; ``sampling_rate`` must be 1/k for an integer
+        As :class:`privgame.mechanisms.dpsgd.parameters.DPSGDParameters`; ``sampling_rate`` must be 1/k for an integer
         k that Opacus can realise on the game's rows (a DataLoader batch size b with ⌈N / b⌉ = k), checked with
         the config.  Only ``normalisation = "expected"`` (Opacus's ``loss_reduction = "mean"``).
     model : {"logistic", "mlp"} or str, default="logistic"
-        As :class:`mechanisms.dpsgd.whitebox.DPSGDWhiteBox` (a factory path for any Module), float64.
+        As :class:`privgame.mechanisms.dpsgd.whitebox.DPSGDWhiteBox` (a factory path for any Module), float64.
 
     Notes
     -----
@@ -104,7 +110,7 @@ class OpacusWhiteBox(DPSGDParameters, CanaryMechanism):
     input_kind: ClassVar[str] = "canary-dataset"
     release_kind: ClassVar[str] = "per-canary-values"
     canary_examples: ClassVar[bool] = False
-    canary_dependence: ClassVar[str | None] = None  # reserved coordinates: see mechanisms.dpsgd.user_model
+    canary_dependence: ClassVar[str | None] = None  # reserved coordinates: see privgame.mechanisms.dpsgd.user_model
 
     model: str = "logistic"
 

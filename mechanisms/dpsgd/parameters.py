@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import cast
 
-from analysis._checks import check_int, check_real
-from analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier, sampled_probability
-from mechanisms._base import Mechanism
-from mechanisms.dpsgd.sgd import NORMALISATIONS, DPSGDConfig, check_normalisation
+from privgame.analysis._checks import check_int, check_real
+from privgame.analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier, sampled_probability
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.dpsgd.sgd import NORMALISATIONS, DPSGDConfig, check_normalisation
 
 __all__ = ["DPSGDParameters"]
 
@@ -21,8 +21,8 @@ class DPSGDParameters(Mechanism):
     ----------
     epsilon : float or None, default=None
         Target ε at ``delta``: the noise multiplier is the smallest σ whose PLD ε is at most this
-        (:func:`analysis.accounting.dpsgd_noise_multiplier`), calibrated when :attr:`sigma` is first needed (the
-        runner's analytic-ε step, in the parent, before any trial) and cached on disk, so building the mechanism,
+        (:func:`privgame.analysis.accounting.dpsgd_noise_multiplier`), calibrated when :attr:`sigma` is first needed
+        (the runner's analytic-ε step, in the parent, before any trial) and cached on disk, so building the mechanism,
         validating a config or reading results never waits for it.  Exactly one of ``epsilon`` and
         ``noise_multiplier`` is given.
     noise_multiplier : float or None, default=None
@@ -38,8 +38,8 @@ class DPSGDParameters(Mechanism):
     learning_rate : float, default=0.5
     momentum : float, default=0.0
     normalisation : {"expected", "none", "realised"}, default="expected"
-        What the noisy gradient sum is divided by (:class:`mechanisms.dpsgd.sgd.DPSGDConfig`): the expected batch
-        size qN, nothing, or the realised batch size.  The first two claim DP-SGD's PLD under add/remove-one; the
+        What the noisy gradient sum is divided by (:class:`privgame.mechanisms.dpsgd.sgd.DPSGDConfig`): the expected
+        batch size qN, nothing, or the realised batch size.  The first two claim DP-SGD's PLD under add/remove-one; the
         realised one claims nothing (:meth:`privacy_claim` is ``None``, :meth:`claim_caveat` says why).
     """
 

@@ -4,14 +4,14 @@ One step t of :func:`train` (Abadi et al. [1]_, with the Poisson sampling of the
 
 1. every one of the N training examples joins the batch B_t independently with probability q (one uniform draw
    per example from the run's generator; B_t may be empty);
-2. per-example gradients are clipped to norm C and summed (:mod:`mechanisms.dpsgd.clipping`);
+2. per-example gradients are clipped to norm C and summed (:mod:`privgame.mechanisms.dpsgd.clipping`);
 3. Gaussian noise N(0, σ²C² I) is added to the sum (also when B_t is empty), and the result is divided by the
    EXPECTED batch size qN (not |B_t|, which would leak the batch size);
 4. an SGD step (optionally with momentum and weight decay, both post-processing of the noisy gradients and
    of parameters already released to the next step) updates the parameters.
 
 After T steps this is the mechanism ``dp_accounting`` accounts as T self-composed Poisson-subsampled Gaussian
-mechanisms (:func:`analysis.accounting.dpsgd_claim`): (ε, δ)-DP under add/remove-one neighbouring with the ε
+mechanisms (:func:`privgame.analysis.accounting.dpsgd_claim`): (ε, δ)-DP under add/remove-one neighbouring with the ε
 that :meth:`DPSGDConfig.privacy_claim` gives.  Its guarantee assumes that each example's loss depends on that
 example only (no batch normalisation: refused) and that the noise is Gaussian; torch's pseudo-random generators
 and floating-point Gaussian samples are not cryptographically sound (cf. Mironov 2012), which does not matter for
@@ -19,7 +19,7 @@ auditing experiments.
 
 Randomness: the run's ``torch.Generator`` (on the training device) gives, per step and in this order, the N
 uniforms of the Poisson sample and then, in one call, the Gaussian noise of all trainable parameters as one
-vector laid out in ``named_parameters`` order.  Models are initialised (by :mod:`mechanisms.dpsgd.models`) from
+vector laid out in ``named_parameters`` order.  Models are initialised (by :mod:`privgame.mechanisms.dpsgd.models`) from
 the same generator before training.
 
 References
@@ -40,10 +40,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from analysis._checks import check_int, check_real
-from analysis.accounting import Accountant, PrivacyClaim, dpsgd_claim
-from mechanisms.dpsgd.clipping import GhostClipper, LossFn, cross_entropy, trainable_parameters
-from mechanisms.dpsgd.devices import check_generator, make_generator, resolve_device
+from privgame.analysis._checks import check_int, check_real
+from privgame.analysis.accounting import Accountant, PrivacyClaim, dpsgd_claim
+from privgame.mechanisms.dpsgd.clipping import GhostClipper, LossFn, cross_entropy, trainable_parameters
+from privgame.mechanisms.dpsgd.devices import check_generator, make_generator, resolve_device
 
 __all__ = [
     "NORMALISATIONS",
@@ -220,7 +220,7 @@ def train(
     ----------
     model : nn.Module
         Trained in place and moved to ``config.device``; every parameter that requires a gradient is trained.
-        Examples must not interact in the forward pass (see :mod:`mechanisms.dpsgd.clipping`).
+        Examples must not interact in the forward pass (see :mod:`privgame.mechanisms.dpsgd.clipping`).
     x : Tensor or array-like of shape (N, ...)
         Inputs; floating inputs are cast to the model's floating dtype, integer ones (token ids) kept.
     y : Tensor or array-like of shape (N, ...)
@@ -246,7 +246,7 @@ def train(
     reserved : sequence of Tensor, optional
         One boolean mask per trainable parameter: coordinates the data's clipped sum never moves (set to 0 before
         ``inject`` adds its gradients and the noise).  White-box canary coordinates inside a model
-        (:mod:`mechanisms.dpsgd.user_model`).  The projection keeps every example's contribution within norm C,
+        (:mod:`privgame.mechanisms.dpsgd.user_model`).  The projection keeps every example's contribution within norm C,
         so the claim is unchanged.
 
     Returns

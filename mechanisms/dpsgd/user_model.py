@@ -8,7 +8,7 @@ The contract (docs/extending.md, "A PyTorch model")
 
 ``input_shape`` is one example's shape (``(d,)`` for a data set's encoded features), ``n_classes`` the data set's
 classes; the module maps a batch ``(B, *input_shape)`` to logits ``(B, n_classes)``.  Every initial weight must
-be drawn from ``generator`` (``nn.init.*_(…, generator=generator)``, or :func:`mechanisms.dpsgd.models.
+be drawn from ``generator`` (``nn.init.*_(…, generator=generator)``, or :func:`privgame.mechanisms.dpsgd.models.
 init_parameters`), never from torch's global RNG: the same seed must give the same model in every process.
 The examples of a batch must not interact (no batch normalisation in training mode) and the forward pass must not
 draw random numbers (no dropout in training mode); a parameter may belong to one module only.
@@ -32,7 +32,7 @@ gradients and the noise are added.
 Why a canary coordinate must not be touched by real gradients: the audit's score for canary i is the descent
 along its coordinate.  If real examples moved that coordinate, the score would carry their gradients, which (a)
 depend on the model and on every other canary through the shared weights, so the canaries would no longer be
-independent channels (the product model of :mod:`analysis.order_stats` would fail), and (b) add signal-free
+independent channels (the product model of :mod:`privgame.analysis.order_stats` would fail), and (b) add signal-free
 variance that hides the canary.  Reserved, a coordinate sees exactly its own insertions and its own noise, as in
 the built-in dense layout (whose coordinates are weights of input features that are 0 for every real example).
 Zeroing coordinates of the clipped sum is a projection, which grows no example's contribution beyond norm C, so
@@ -52,7 +52,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from mechanisms._imports import one_line, resolve_import
+from privgame.mechanisms._imports import one_line, resolve_import
 
 __all__ = [
     "FACTORY_EXAMPLE",
@@ -143,8 +143,8 @@ def check_model(path: str, input_shape: tuple[int, ...], n_classes: int, m: int 
         One line, naming the path: each rule of the module docstring that the model breaks, or ``m`` above its
         number of trainable coordinates.
     """
-    from mechanisms.dpsgd.clipping import GhostClipper, trainable_parameters
-    from mechanisms.dpsgd.devices import make_generator
+    from privgame.mechanisms.dpsgd.clipping import GhostClipper, trainable_parameters
+    from privgame.mechanisms.dpsgd.devices import make_generator
 
     factory = ModelFactory(path)
     built = [
@@ -177,7 +177,7 @@ def check_model(path: str, input_shape: tuple[int, ...], n_classes: int, m: int 
         raise ValueError(
             f"model {path!r} must draw its initial weights from the generator it is given (two builds from one "
             "seed differ: it draws from torch's global RNG); use nn.init.*_(..., generator=generator) or "
-            "mechanisms.dpsgd.models.init_parameters."
+            "privgame.mechanisms.dpsgd.models.init_parameters."
         )
     size = int(first.numel())
     if m > size:

@@ -1,7 +1,7 @@
 """DP-SGD with white-box Dirac gradient canaries, for the one-run audit (Steinke, Nasr, Jagielski 2023, §6).
 
-The model trains on the rows the game gives it (:class:`mechanisms.training.canaries.CanaryData`: the membership
-bits and the real training rows); it loads no data set of its own.
+The model trains on the rows the game gives it (:class:`privgame.mechanisms.training.canaries.CanaryData`: the
+membership bits and the real training rows); it loads no data set of its own.
 
 Canary i is a gradient that is zero except C at one coordinate c_i of the flattened parameter vector (m canaries
 on m distinct coordinates).  A member canary (S_i = 1) is inserted as an already-clipped example: each step it is
@@ -29,21 +29,21 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
-from mechanisms._base import check_runs
-from mechanisms.dpsgd.clipping import trainable_parameters
-from mechanisms.dpsgd.devices import make_generator
-from mechanisms.dpsgd.models import logistic_regression, mlp
-from mechanisms.dpsgd.parameters import DPSGDParameters
-from mechanisms.dpsgd.sgd import DPSGDConfig, Injection, _sgd_update, poisson_mask, train, train_ensemble
-from mechanisms.dpsgd.user_model import (
+from privgame.mechanisms._base import check_runs
+from privgame.mechanisms.dpsgd.clipping import trainable_parameters
+from privgame.mechanisms.dpsgd.devices import make_generator
+from privgame.mechanisms.dpsgd.models import logistic_regression, mlp
+from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
+from privgame.mechanisms.dpsgd.sgd import DPSGDConfig, Injection, _sgd_update, poisson_mask, train, train_ensemble
+from privgame.mechanisms.dpsgd.user_model import (
     ModelFactory,
     check_model,
     is_import_path,
     reserved_coordinates,
     reserved_masks,
 )
-from mechanisms.training.canaries import CanaryMechanism, as_canary_data, stack_canary_runs
-from mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.canaries import CanaryMechanism, as_canary_data, stack_canary_runs
+from privgame.mechanisms.training.data import TrainingData
 
 __all__ = ["DPSGDWhiteBox", "ReleaseHooks"]
 
@@ -75,7 +75,7 @@ def _flat(params: Sequence[Tensor]) -> Tensor:
 
 def _init_bound(fan_in: int) -> float:
     """The bound b of U(−b, b), ``kaiming_uniform_(a=√5)``'s law for a weight of a layer with this fan-in
-    (:func:`mechanisms.dpsgd.models.init_parameters`): √3 · gain / √fan_in = 1 / √fan_in."""
+    (:func:`privgame.mechanisms.dpsgd.models.init_parameters`): √3 · gain / √fan_in = 1 / √fan_in."""
     return math.sqrt(3.0) * nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in)
 
 
@@ -102,8 +102,8 @@ def _canary_descent(start: Tensor, draws: Iterable[tuple[Tensor, Tensor]], confi
     Notes
     -----
     Step t's noisy gradient of coordinate c is g_t[c] = (C·1[sampled] + σC·z_t[c]) / qN, the expression of
-    :func:`mechanisms.dpsgd.sgd._noisy_means` on a coordinate whose clipped data gradient is 0; the step is
-    :func:`mechanisms.dpsgd.sgd._sgd_update` itself (elementwise: momentum buffer and weight decay per
+    :func:`privgame.mechanisms.dpsgd.sgd._noisy_means` on a coordinate whose clipped data gradient is 0; the step is
+    :func:`privgame.mechanisms.dpsgd.sgd._sgd_update` itself (elementwise: momentum buffer and weight decay per
     coordinate), so the dense layout and this recursion do the same float64 operations on the same numbers.
     """
     theta = start.clone()
@@ -157,7 +157,7 @@ class ReleaseHooks:
     """A white-box release's hooks into training: extra gradients per step, a per-step watch, the score.
 
     The default adds nothing, watches nothing, and releases each canary's summed descent θ_0 − θ_T along its
-    coordinate; :mod:`mechanisms.dpsgd.broken` overrides them to build its flawed steps and scores.
+    coordinate; :mod:`privgame.mechanisms.dpsgd.broken` overrides them to build its flawed steps and scores.
     """
 
     single: Callable[[int, nn.Module, Tensor], None] | None = None
@@ -177,28 +177,28 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
     """DP-SGD on the game's rows with m Dirac gradient canaries; releases each canary's summed descent.
 
     The rows are the game's (its ``data``, the digits in the shipped configs; input ``"canary-dataset"``,
-    :class:`mechanisms.training.canaries.CanaryData`): the mechanism loads no data set.  It takes no canary
+    :class:`privgame.mechanisms.training.canaries.CanaryData`): the mechanism loads no data set.  It takes no canary
     examples (``canary_examples = False``): its canaries are gradients.
 
     Parameters
     ----------
     epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum
-        As :class:`mechanisms.dpsgd.parameters.DPSGDParameters`; a canary's gradient has norm exactly
+        As :class:`privgame.mechanisms.dpsgd.parameters.DPSGDParameters`; a canary's gradient has norm exactly
         ``clip_norm``.
     model : {"logistic", "mlp"} or str, default="logistic"
         Logistic regression (inputs → classes) or an MLP (inputs → 32 → classes), float64; the classes are the
         rows' ``n_classes``.  Or any ``torch.nn.Module``: ``"package.module:factory"``, a function called as
-        ``factory(input_shape, n_classes, *, generator=...)`` (:mod:`mechanisms.dpsgd.user_model`), trained in
+        ``factory(input_shape, n_classes, *, generator=...)`` (:mod:`privgame.mechanisms.dpsgd.user_model`), trained in
         float64 with the ``"reserved"`` or ``"separate"`` layout.
     canary_layout : {"dense", "separate", "reserved"}, default="dense"
         Where the canaries' coordinates live: in the model, as first-layer weights of extra zero input features
         (``"dense"``, the built-in models only); in an m-vector trained beside a model of the real features
         alone (``"separate"``, memory O(m): a million canaries on two cores); or on m coordinates of the model's
         own flattened parameters, drawn at random per release and reserved (the data's clipped sum is 0 there;
-        :func:`mechanisms.dpsgd.user_model.reserved_coordinates`), for any model.  The releases have the same
+        :func:`privgame.mechanisms.dpsgd.user_model.reserved_coordinates`), for any model.  The releases have the same
         distribution (Notes); the dense layout's are the stored results'.
     normalisation : {"expected", "none", "realised"}, default="expected"
-        What the noisy sum is divided by (:class:`mechanisms.dpsgd.sgd.DPSGDConfig`); ``"realised"`` has no
+        What the noisy sum is divided by (:class:`privgame.mechanisms.dpsgd.sgd.DPSGDConfig`); ``"realised"`` has no
         established claim (the analytic ε is then absent) and the separate layout does not run it.
 
     Notes
@@ -272,7 +272,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             )
 
     def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
-        """A user model's contract (:func:`mechanisms.dpsgd.user_model.check_model`) on the game's rows, with m
+        """A user model's contract (:func:`privgame.mechanisms.dpsgd.user_model.check_model`) on the game's rows, with m
         reserved coordinates in the reserved layout; ``None`` when it holds (or the model is built in)."""
         if not is_import_path(self.model):
             return None
@@ -376,7 +376,8 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         )
         return hooks.release(before, coordinates())
 
-    # ------------------------------------------------- what a variant of the step may change (mechanisms.dpsgd.broken)
+    # ------------------------------------------------- what a variant of the step may change
+    # (privgame.mechanisms.dpsgd.broken)
     def _release_config(self, n_rows: int) -> DPSGDConfig:
         """The training configuration of a release's dense or reserved layout (``n_rows`` real rows)."""
         return self.training_config()

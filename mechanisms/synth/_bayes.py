@@ -1,8 +1,8 @@
-"""Bayesian-network machinery shared by :class:`~mechanisms.synth.baynet.BayNet` and
-:class:`~mechanisms.synth.privbayes.PrivBayes`.
+"""Bayesian-network machinery shared by :class:`~privgame.mechanisms.synth.baynet.BayNet` and
+:class:`~privgame.mechanisms.synth.privbayes.PrivBayes`.
 
 Everything works on a discretised table: an int64 array ``codes`` of shape ``(n, d)`` whose column ``j`` takes values
-in ``range(cards[j])`` (see :mod:`analysis.discretise`).
+in ``range(cards[j])`` (see :mod:`privgame.analysis.discretise`).
 
 * :func:`combined_index` turns a set of columns into one mixed-radix index per row (first column most significant,
   the C order of ``numpy.ravel_multi_index``), so that contingency tables are one ``numpy.bincount``.
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis.discretise import Discretisation
+from privgame.analysis.discretise import Discretisation
 
 __all__ = [
     "MAX_TABLE_CELLS",

@@ -1,4 +1,4 @@
-"""rpart-like CART kernels for :class:`mechanisms.synth.synthpop.Synthpop` (numba).
+"""rpart-like CART kernels for :class:`privgame.mechanisms.synth.synthpop.Synthpop` (numba).
 
 The tree is grown exactly as R's ``rpart`` (4.1) grows it with ``method = "anova"`` (numeric y: sum-of-squares
 reduction) or ``method = "class"`` (categorical y: Gini impurity, default priors, 0/1 loss), minus the parts that

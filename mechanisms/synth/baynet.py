@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
-from analysis.discretise import BinSpec, PublicBins, public_bins, quantile_bins
-from mechanisms._base import Mechanism, PrivacyClaim
-from mechanisms.synth._bayes import (
+from privgame.analysis._checks import check_int
+from privgame.analysis.discretise import BinSpec, PublicBins, public_bins, quantile_bins
+from privgame.mechanisms._base import Mechanism, PrivacyClaim
+from privgame.mechanisms.synth._bayes import (
     Candidate,
     FittedNetwork,
     Network,
@@ -40,15 +40,16 @@ class BayNet(Mechanism):
     n_bins : int, default=25
         Quantile bins per numeric column (Stadler et al. use 25); ties may merge bins.
     bins : mapping of str to spec, or sequence of (column, spec), optional
-        Bins of some numeric columns used instead of their quantile bins (:func:`analysis.discretise.public_bins`:
-        edges, a value given twice being a bin of its own, or ``"integers"``), over the column's own ``[min, max]``
-        stretched to the first and last edge, e.g. the public bins of :data:`games.datasets.ADULT_PUBLIC_BINS`
-        (which ``privgame synth`` passes).  Stored as a sorted tuple of pairs (``None`` when empty).
+        Bins of some numeric columns used instead of their quantile bins
+        (:func:`privgame.analysis.discretise.public_bins`: edges, a value given twice being a bin of its own, or
+        ``"integers"``), over the column's own ``[min, max]`` stretched to the first and last edge, e.g. the public bins
+        of :data:`privgame.data.ADULT_PUBLIC_BINS` (which ``privgame synth`` passes).  Stored as a sorted tuple of pairs
+        (``None`` when empty).
     structure : {"greedy", "hillclimb"}, default="greedy"
         ``"greedy"``: the greedy mutual-information network of DataSynthesizer [2]_ with no noise — a root drawn
         uniformly from ``rng``, then repeatedly the (child, parents) pair of maximal mutual information (ties: the
-        first in the search order of :func:`mechanisms.synth._bayes.greedy_network`), the parents being a subset of
-        size ``min(k, #placed)`` of the placed columns.  ``"hillclimb"``: pgmpy's ``HillClimbSearch`` with the
+        first in the search order of :func:`privgame.mechanisms.synth._bayes.greedy_network`), the parents being a
+        subset of size ``min(k, #placed)`` of the placed columns.  ``"hillclimb"``: pgmpy's ``HillClimbSearch`` with the
         discrete BIC score and ``max_indegree = k`` (needs the optional ``pgmpy`` dependency: ``pip install
         privgame[synth]``); its structure is deterministic, ``rng`` only drives the sampling.
     n_rows : int or None, default=None
@@ -56,9 +57,9 @@ class BayNet(Mechanism):
 
     Notes
     -----
-    Numeric columns are cut at their quantiles in the data (:func:`analysis.discretise.quantile_bins`, not private:
-    BayNet claims no privacy), or by ``bins``, and leave the generator as values drawn uniformly within their bin
-    (uniformly over the integers of the bin for integer columns; a single-value bin gives its value).  Categorical
+    Numeric columns are cut at their quantiles in the data (:func:`privgame.analysis.discretise.quantile_bins`, not
+    private: BayNet claims no privacy), or by ``bins``, and leave the generator as values drawn uniformly within their
+    bin (uniformly over the integers of the bin for integer columns; a single-value bin gives its value).  Categorical
     columns keep their category list; a category absent from the data is never generated.  Conditionals are the
     empirical ones, Pr[X | Π = π] = count(X, π) / count(π); a parent configuration never seen in the data (it can be
     sampled, since each parent is sampled from its own conditional) falls back to the child's marginal.  Sampling is
@@ -106,8 +107,8 @@ class BayNet(Mechanism):
         ------
         TypeError, ValueError
             For a table that is not a non-empty DataFrame of categorical, integer and float columns without missing
-            values (:func:`analysis.discretise.check_table`), or ``bins`` naming a column that is not a numeric
-            column of ``data`` or not fitting its dtype (:func:`analysis.discretise.quantile_bins`).
+            values (:func:`privgame.analysis.discretise.check_table`), or ``bins`` naming a column that is not a numeric
+            column of ``data`` or not fitting its dtype (:func:`privgame.analysis.discretise.quantile_bins`).
         ImportError
             For ``structure="hillclimb"`` without pgmpy.
         """

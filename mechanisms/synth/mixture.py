@@ -24,9 +24,9 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import ndtr, ndtri
 
-from analysis._checks import check_int, check_real
-from analysis.discretise import check_table
-from mechanisms._base import Mechanism, PrivacyClaim
+from privgame.analysis._checks import check_int, check_real
+from privgame.analysis.discretise import check_table
+from privgame.mechanisms._base import Mechanism, PrivacyClaim
 
 __all__ = ["GaussianMixtureGenerator"]
 
@@ -151,8 +151,8 @@ class GaussianMixtureGenerator(Mechanism):
         ------
         TypeError, ValueError
             For a table that is not a non-empty DataFrame of categorical, integer and float columns without missing
-            values (:func:`analysis.discretise.check_table`), one without a numeric column, or one with a categorical
-            column besides ``by``.
+            values (:func:`privgame.analysis.discretise.check_table`), one without a numeric column, or one with a
+            categorical column besides ``by``.
         """
         table = check_table("data", data)
         classes, numeric = self._columns(table)

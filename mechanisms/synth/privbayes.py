@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from analysis._checks import check_int, check_real
-from analysis.accounting import PrivacyClaim, pure_composition_claim
-from analysis.discretise import BinSpec, PublicBins, PublicRanges, fixed_bins, public_bins, public_ranges
-from mechanisms._base import Mechanism
-from mechanisms.synth._bayes import (
+from privgame.analysis._checks import check_int, check_real
+from privgame.analysis.accounting import PrivacyClaim, pure_composition_claim
+from privgame.analysis.discretise import BinSpec, PublicBins, PublicRanges, fixed_bins, public_bins, public_ranges
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.synth._bayes import (
     Candidate,
     Conditional,
     FittedNetwork,
@@ -57,17 +57,17 @@ class PrivBayes(Mechanism):
     n_bins : int, default=20
         Equal-width bins per numeric column over its public range (DataSynthesizer's default histogram size).
     ranges : mapping of str to (low, high), or sequence of (column, low, high), optional
-        PUBLIC inclusive ranges of the numeric columns, e.g. :data:`games.datasets.ADULT_PUBLIC_RANGES`; stored as
+        PUBLIC inclusive ranges of the numeric columns, e.g. :data:`privgame.data.ADULT_PUBLIC_RANGES`; stored as
         a sorted tuple of triples.  A numeric column without a range is an error: a range derived from the private
         data would break the guarantee.
     bins : mapping of str to spec, or sequence of (column, spec), optional
         PUBLIC bins of some numeric columns, used instead of their ``n_bins`` equal-width bins
-        (:func:`analysis.discretise.public_bins`): non-decreasing edges within the column's range, a value given
-        twice being a bin of its own (for integer columns, integer edges, and ``(0, 1, 100)`` already makes ``{0}``
-        a bin), or ``"integers"`` for one bin per integer of a small range.  A single-value bin decodes to exactly
-        its value, which keeps a public point mass (a capital gain of 0) in the synthetic table.  Needs ``ranges``
-        covering its columns; stored as a sorted tuple of pairs (``None`` when empty).  E.g.
-        :data:`games.datasets.ADULT_PUBLIC_BINS`.  Like the ranges, the bins must not be derived from the data.
+        (:func:`privgame.analysis.discretise.public_bins`): non-decreasing edges within the column's range, a value
+        given twice being a bin of its own (for integer columns, integer edges, and ``(0, 1, 100)`` already makes
+        ``{0}`` a bin), or ``"integers"`` for one bin per integer of a small range.  A single-value bin decodes to
+        exactly its value, which keeps a public point mass (a capital gain of 0) in the synthetic table.  Needs
+        ``ranges`` covering its columns; stored as a sorted tuple of pairs (``None`` when empty).  E.g.
+        :data:`privgame.data.ADULT_PUBLIC_BINS`.  Like the ranges, the bins must not be derived from the data.
     n_rows : int or None, default=None
         Rows of the synthetic table (``>= 1``); ``None``: as many as the input.
 
@@ -76,8 +76,8 @@ class PrivBayes(Mechanism):
     The algorithm, exactly as SPEC §7:
 
     1. Public domain: categorical columns are coded by their ``CategoricalDtype`` category lists (public: the loaders
-       take them from the data set's documentation), numeric columns by :func:`analysis.discretise.fixed_bins` over
-       ``ranges`` and ``bins``.  Values outside a range are clipped into its end bins.
+       take them from the data set's documentation), numeric columns by :func:`privgame.analysis.discretise.fixed_bins`
+       over ``ranges`` and ``bins``.  Values outside a range are clipped into its end bins.
     2. GreedyBayes with ε₁ = β·ε: a root drawn uniformly (no data involved); then, d − 1 times, the pair (X, Π) with
        X unplaced and Π a set of ``min(k, #placed)`` placed attributes is chosen by the exponential mechanism with
        Pr ∝ exp(ε₁ · I(X; Π) / (2 (d − 1) S(I))), S(I) the sensitivity of Lemma 4.1
@@ -93,7 +93,7 @@ class PrivBayes(Mechanism):
        bin, or to the value of a single-value bin (post-processing).
 
     Privacy: ε-DP under REPLACE_ONE neighbours (n fixed), by basic composition of steps 2 and 3
-    (:func:`analysis.accounting.pure_composition_claim` of ``[β ε, (1 − β) ε]``).  The number of records n is
+    (:func:`privgame.analysis.accounting.pure_composition_claim` of ``[β ε, (1 − β) ε]``).  The number of records n is
     treated as public, as in the paper: the sensitivity S(I), the θ-usefulness choice of k and the default number of
     synthetic rows use it.  The category lists, ``ranges`` and ``bins`` must be public; ``n_bins``, ``k`` and
     ``theta`` are parameters, not read from the data.  The bins change which (public) domain the marginals are
@@ -165,8 +165,8 @@ class PrivBayes(Mechanism):
         TypeError, ValueError
             For a table that is not a non-empty DataFrame of categorical, integer and float columns without
             missing values, a numeric column without a public range, ``bins`` naming a column that is not a
-            numeric column of ``data`` (or not fitting its dtype: see :func:`analysis.discretise.fixed_bins`), or a
-            marginal too large to materialise.
+            numeric column of ``data`` (or not fitting its dtype: see :func:`privgame.analysis.discretise.fixed_bins`),
+            or a marginal too large to materialise.
         """
         bins = fixed_bins(data, () if self.ranges is None else self.ranges, self.n_bins, self.bins)
         codes = bins.encode(data)

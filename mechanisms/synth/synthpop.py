@@ -5,7 +5,7 @@ its observed values; every later column is drawn from a classification or regres
 (y = the column, x = its predictors), by pushing the already-synthesised rows through the tree and copying, for each
 synthetic row, the y value of a training row drawn uniformly from the leaf it reaches (R's ``syn.cart``).  The trees
 are grown as R's ``rpart`` grows them with synthpop's settings (``minbucket = 5``, so ``minsplit = 15``,
-``cp = 1e-8``, ``maxdepth = 30``); see :mod:`mechanisms.synth._cart` for the split search and the
+``cp = 1e-8``, ``maxdepth = 30``); see :mod:`privgame.mechanisms.synth._cart` for the split search and the
 complexity-parameter rule.
 
 Where this implementation knowingly differs from R (synthpop 1.9-2, rpart 4.1.27)
@@ -15,7 +15,7 @@ Where this implementation knowingly differs from R (synthpop 1.9-2, rpart 4.1.27
   classes, which covers every node of Adult), and above that take the best of the orderings by each class's
   proportion and by the first principal component of the class-proportion vectors (Coppersmith, Hong & Hosking
   1999): exact when at most two classes are present in the node, a heuristic otherwise (see
-  :mod:`mechanisms.synth._cart`).
+  :mod:`privgame.mechanisms.synth._cart`).
   Numeric or binary targets are split optimally, as rpart does (categories ordered by mean / class rate).
 * A synthetic row whose categorical value was not seen at a node (no training row of that node had it) walks down
   at random, to each child with probability proportional to the child's training rows.  rpart would first try up to
@@ -77,9 +77,9 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize
 
-from analysis._checks import check_int, check_real
-from mechanisms._base import Mechanism
-from mechanisms.synth._cart import MAX_DEPTH, fit_cart
+from privgame.analysis._checks import check_int, check_real
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.synth._cart import MAX_DEPTH, fit_cart
 
 __all__ = ["Synthpop"]
 

@@ -2,11 +2,11 @@
 
 A ``"canary-dataset"`` mechanism (:class:`CanaryMechanism`) trains on data the game gives it, never on a data set
 of its own: :class:`CanaryData` holds the secret membership bits of the m canaries, the real training rows (a
-:class:`mechanisms.training.data.TrainingData`, every row included) and, for input-space canaries, the m canary
+:class:`privgame.mechanisms.training.data.TrainingData`, every row included) and, for input-space canaries, the m canary
 examples, which the auditor (the game) chooses in advance, independently of the membership.  A mechanism that
 releases its model with the canaries (``release_kind = "model-with-canaries"``) returns a
-:class:`CanaryModelRelease`: the model answers the :class:`mechanisms.training.release.ModelRelease` protocol and
-the canaries are public, so an attack scores canary i by asking the model about the canary it carries.
+:class:`CanaryModelRelease`: the model answers the :class:`privgame.mechanisms.training.release.ModelRelease` protocol
+and the canaries are public, so an attack scores canary i by asking the model about the canary it carries.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_membership
-from mechanisms._base import Mechanism
-from mechanisms.training.data import TrainingData
-from mechanisms.training.release import ModelRelease
+from privgame.analysis._checks import check_membership
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.release import ModelRelease
 
 __all__ = ["CanaryData", "CanaryMechanism", "CanaryModelRelease", "as_canary_data", "stack_canary_runs"]
 
@@ -82,7 +82,9 @@ class CanaryData:
         if membership.shape[0] < 1:
             raise ValueError("membership must hold at least one canary, got none.")
         if not isinstance(self.rows, TrainingData):
-            raise TypeError(f"rows must be a mechanisms.training.TrainingData, got {type(self.rows).__name__}.")
+            raise TypeError(
+                f"rows must be a privgame.mechanisms.training.TrainingData, got {type(self.rows).__name__}."
+            )
         if not self.rows.include.all():
             raise ValueError(
                 f"rows must include every record (the real training rows), got {self.rows.n_train} of {len(self.rows)}."
@@ -168,7 +170,9 @@ class CanaryData:
 def as_canary_data(name: str, data: Any) -> CanaryData:
     """``data`` itself, or a TypeError naming ``name``."""
     if not isinstance(data, CanaryData):
-        raise TypeError(f"{name} must be a mechanisms.training.canaries.CanaryData, got {type(data).__name__}.")
+        raise TypeError(
+            f"{name} must be a privgame.mechanisms.training.canaries.CanaryData, got {type(data).__name__}."
+        )
     return data
 
 
@@ -216,7 +220,9 @@ class CanaryModelRelease:
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, ModelRelease):
-            raise TypeError(f"model must be a mechanisms.training.ModelRelease, got {type(self.model).__name__}.")
+            raise TypeError(
+                f"model must be a privgame.mechanisms.training.ModelRelease, got {type(self.model).__name__}."
+            )
         y = np.asarray(self.canary_y)
         if y.ndim != 1:
             raise ValueError(f"canary_y must be a 1-d integer array (one label per canary), got shape {y.shape}.")
@@ -267,7 +273,7 @@ class CanaryMechanism(Mechanism):
     def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
         """Why this mechanism cannot run m canaries over rows of ``features`` features and ``classes`` classes
         (one line, no final full stop), or ``None``; checked with the config, before any trial (default: None).
-        A DP-SGD mechanism with a user's model checks the model here (:func:`mechanisms.dpsgd.user_model.
+        A DP-SGD mechanism with a user's model checks the model here (:func:`privgame.mechanisms.dpsgd.user_model.
         check_model`)."""
         return None
 

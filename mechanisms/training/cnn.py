@@ -1,10 +1,10 @@
 """A small convolutional network as a non-private trained model: the image targets of PANORAMIA's digits audits.
 
-The architecture is :func:`mechanisms.dpsgd.models.conv_net` (two ``3×3 conv → act → 2×2 max-pool`` blocks and a
-linear layer), initialised from the release's own ``torch.Generator`` and trained with Adam on mini-batches of its
+The architecture is :func:`privgame.mechanisms.dpsgd.models.conv_net` (two ``3×3 conv → act → 2×2 max-pool`` blocks and
+a linear layer), initialised from the release's own ``torch.Generator`` and trained with Adam on mini-batches of its
 training rows, in an order drawn afresh every epoch from the same generator; the release is a
-:class:`mechanisms.training.release.ConvNetRelease`.  K releases train one after the other (a CNN's convolutions
-do not batch over models as the fully connected networks' products do).
+:class:`privgame.mechanisms.training.release.ConvNetRelease`.  K releases train one after the other (a CNN's
+convolutions do not batch over models as the fully connected networks' products do).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mechanisms.training.models import MAX_WIDTH, _Network, torch_generators
-from mechanisms.training.release import ACTIVATIONS, ConvNetRelease, ModelRelease, check_channels, check_image
+from privgame.mechanisms.training.models import MAX_WIDTH, _Network, torch_generators
+from privgame.mechanisms.training.release import ACTIVATIONS, ConvNetRelease, ModelRelease, check_channels, check_image
 
 __all__ = ["CNNClassifier"]
 
@@ -35,13 +35,13 @@ class CNNClassifier(_Network):
         The two convolutions' output channels.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
     epochs, batch_size, learning_rate, weight_decay, device
-        As :class:`mechanisms.training.models.LogisticRegressionClassifier`; more epochs over-fit more (the knob of
-        PANORAMIA's image studies).
+        As :class:`privgame.mechanisms.training.models.LogisticRegressionClassifier`; more epochs over-fit more (the
+        knob of PANORAMIA's image studies).
 
     Notes
     -----
-    Input: a pool and an include-mask (:class:`mechanisms.training.data.TrainingData`) whose rows hold C·H·W
-    values; release: :class:`mechanisms.training.release.ConvNetRelease`, whose numpy forward pass equals the
+    Input: a pool and an include-mask (:class:`privgame.mechanisms.training.data.TrainingData`) whose rows hold C·H·W
+    values; release: :class:`privgame.mechanisms.training.release.ConvNetRelease`, whose numpy forward pass equals the
     trained module's.  No privacy claim.  On the CPU it trains on one thread: a convolution's gradient sums in an
     order that depends on the thread count, and one thread gives the same model in any process (the runner's
     parent and its workers have different pools); the small networks here lose about half their speed on two
@@ -89,7 +89,7 @@ class CNNClassifier(_Network):
     ) -> list[ModelRelease]:
         import torch
 
-        from mechanisms.dpsgd.devices import resolve_device
+        from privgame.mechanisms.dpsgd.devices import resolve_device
 
         problem = self.feature_problem(pool.x.shape[1])
         if problem is not None:
@@ -103,7 +103,7 @@ class CNNClassifier(_Network):
     ) -> list[ModelRelease]:
         import torch
 
-        from mechanisms.dpsgd.models import conv_net
+        from privgame.mechanisms.dpsgd.models import conv_net
 
         x = torch.tensor(pool.x, device=device)
         y = torch.tensor(pool.y, device=device)

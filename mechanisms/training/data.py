@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis._checks import check_int
+from privgame.analysis._checks import check_int
 
 __all__ = ["TrainingData", "as_training_data", "stack_masks"]
 
@@ -22,7 +22,7 @@ class TrainingData:
     Parameters
     ----------
     x : ndarray of shape (N, d), float32
-        The pool's features (a game encodes its records, e.g. :func:`games.datasets.model_arrays`).
+        The pool's features (a game encodes its records, e.g. :func:`privgame.data.features.model_arrays`).
     y : ndarray of shape (N,), int64
         Class labels in ``0 .. n_classes - 1``.
     include : ndarray of shape (N,), bool
@@ -35,7 +35,7 @@ class TrainingData:
     queries : ndarray of shape (Q, d), float32, or None, default=None
         Records beyond the pool that the game will query a released model on (PANORAMIA's generated non-members
         and held-out records).  A model that scores any record ignores them; one released as its answers on a
-        finite set of records (:class:`mechanisms.training.release.LookupRelease`, the ``sklearn`` mechanism)
+        finite set of records (:class:`privgame.mechanisms.training.release.LookupRelease`, the ``sklearn`` mechanism)
         answers on the pool and these, and refuses any other record.
     frame : DataFrame or None, default=None
         The pool's records as the data set's own columns, the label left out, one row per record of ``x`` in its
@@ -147,7 +147,7 @@ class TrainingData:
     def pool_hash(self) -> str:
         """SHA-256 of the pool's content (features, labels, classes), computed on first use."""
         if self._pool_hash is None:
-            from analysis.cache import content_hash, make_key
+            from privgame.core.cache import content_hash, make_key
 
             object.__setattr__(
                 self, "_pool_hash", make_key(x=content_hash(self.x), y=content_hash(self.y), n_classes=self.n_classes)
@@ -163,7 +163,7 @@ class TrainingData:
     def queries_hash(self) -> str:
         """SHA-256 of the queries' features (of none: an empty set), computed on first use."""
         if self._queries_hash is None:
-            from analysis.cache import content_hash, make_key
+            from privgame.core.cache import content_hash, make_key
 
             q = np.zeros((0, self.x.shape[1]), dtype=np.float32) if self.queries is None else self.queries
             object.__setattr__(self, "_queries_hash", make_key(queries=content_hash(q)))
@@ -175,7 +175,7 @@ class TrainingData:
         if self.frame is None:
             return None
         if self._frame_hash is None:
-            from analysis.cache import content_hash, make_key
+            from privgame.core.cache import content_hash, make_key
 
             parts = {"frame": content_hash(self.frame)}
             if self.query_frame is not None:
@@ -193,12 +193,12 @@ class TrainingData:
         inverse : ndarray of shape (N + Q,), intp
             For each of those rows, its distinct record's index in ``first``.
         digests : ndarray of shape (R, 16), uint8
-            The distinct records' digests (:func:`mechanisms.training.release.row_digests`).
+            The distinct records' digests (:func:`privgame.mechanisms.training.release.row_digests`).
 
         Computed once per pool and shared by :meth:`with_include`'s copies.
         """
         if self._scored is None:
-            from mechanisms.training.release import DIGEST_BYTES, row_digests
+            from privgame.mechanisms.training.release import DIGEST_BYTES, row_digests
 
             rows = self.x if self.queries is None else np.concatenate([self.x, self.queries])
             digests = row_digests(rows)
@@ -253,7 +253,7 @@ def stack_masks(data: Sequence[Any]) -> tuple[TrainingData, NDArray[np.bool_]]:
         raise ValueError("data must hold at least one TrainingData, got none.")
     for k, d in enumerate(data):
         if not isinstance(d, TrainingData):
-            raise TypeError(f"data[{k}] must be a mechanisms.training.TrainingData, got {type(d).__name__}.")
+            raise TypeError(f"data[{k}] must be a privgame.mechanisms.training.TrainingData, got {type(d).__name__}.")
     first = data[0]
     for k, d in enumerate(data[1:], start=1):
         if not first.shares_pool(d):
@@ -264,5 +264,5 @@ def stack_masks(data: Sequence[Any]) -> tuple[TrainingData, NDArray[np.bool_]]:
 def as_training_data(name: str, data: Any) -> TrainingData:
     """``data`` itself, or a TypeError naming ``name``."""
     if not isinstance(data, TrainingData):
-        raise TypeError(f"{name} must be a mechanisms.training.TrainingData, got {type(data).__name__}.")
+        raise TypeError(f"{name} must be a privgame.mechanisms.training.TrainingData, got {type(data).__name__}.")
     return data

@@ -1,10 +1,10 @@
 """Non-private trained models as mechanisms: the input is a pool and an include-mask, the release a model.
 
-``input_kind = "dataset"`` (:class:`mechanisms.training.data.TrainingData`), ``release_kind = "model"``
-(:class:`mechanisms.training.release.ModelRelease`); no privacy claim.  ``release_runs`` trains K models on K
+``input_kind = "dataset"`` (:class:`privgame.mechanisms.training.data.TrainingData`), ``release_kind = "model"``
+(:class:`privgame.mechanisms.training.release.ModelRelease`); no privacy claim.  ``release_runs`` trains K models on K
 include-masks of one pool in one batched pass where the model allows it (the networks), each equal to its own
-``release``.  The DP-SGD classifier (:mod:`mechanisms.training.dpsgd`) and the gradient-boosted trees
-(:mod:`mechanisms.training.trees`) share the base class here.
+``release``.  The DP-SGD classifier (:mod:`privgame.mechanisms.training.dpsgd`) and the gradient-boosted trees
+(:mod:`privgame.mechanisms.training.trees`) share the base class here.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from analysis._checks import check_int, check_real
-from mechanisms._base import Mechanism, check_runs
-from mechanisms.training.data import as_training_data, stack_masks
-from mechanisms.training.release import ACTIVATIONS, ModelRelease
+from privgame.analysis._checks import check_int, check_real
+from privgame.mechanisms._base import Mechanism, check_runs
+from privgame.mechanisms.training.data import as_training_data, stack_masks
+from privgame.mechanisms.training.release import ACTIVATIONS, ModelRelease
 
 __all__ = ["LogisticRegressionClassifier", "MLPClassifier", "TrainedModel", "check_device", "torch_generators"]
 
@@ -29,7 +29,7 @@ MAX_WIDTH = 1 << 16
 
 def torch_generators(rngs: Sequence[np.random.Generator], device: Any = "cpu") -> list[Any]:
     """One ``torch.Generator`` on ``device`` per release, seeded from the release's rng (four 63-bit words)."""
-    from mechanisms.dpsgd.devices import make_generator
+    from privgame.mechanisms.dpsgd.devices import make_generator
 
     return [make_generator(np.random.SeedSequence(r.integers(0, 2**63, size=4).tolist()), device) for r in rngs]
 
@@ -83,7 +83,7 @@ class TrainedModel(Mechanism):
 
     def cache_inputs(self, data: Any) -> dict[str, Any]:
         """What of ``data`` beyond its pool, include-mask and public size determines a release, as cache-key parts
-        (:func:`mechanisms.cached.release_key`): nothing, for a model that scores any record (its queries and
+        (:func:`privgame.mechanisms.cached.release_key`): nothing, for a model that scores any record (its queries and
         frames do not change it)."""
         return {}
 
@@ -131,8 +131,8 @@ class _Network(TrainedModel):
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]
     ) -> list[ModelRelease]:
-        from mechanisms.dpsgd.devices import resolve_device as resolve
-        from mechanisms.training.network import train_networks
+        from privgame.mechanisms.dpsgd.devices import resolve_device as resolve
+        from privgame.mechanisms.training.network import train_networks
 
         hidden, activation = self.layers()
         return list(
@@ -170,9 +170,9 @@ class LogisticRegressionClassifier(_Network):
 
     Notes
     -----
-    Input: a pool and an include-mask (:class:`mechanisms.training.data.TrainingData`); release: the trained model
-    (:class:`mechanisms.training.release.NetworkRelease`, one linear layer).  No privacy claim.  K releases on one
-    pool train in one batched pass.
+    Input: a pool and an include-mask (:class:`privgame.mechanisms.training.data.TrainingData`); release: the trained
+    model (:class:`privgame.mechanisms.training.release.NetworkRelease`, one linear layer).  No privacy claim.  K
+    releases on one pool train in one batched pass.
     """
 
     name: ClassVar[str] = "logistic-regression"
@@ -192,7 +192,7 @@ class MLPClassifier(_Network):
 
     Notes
     -----
-    The architecture and initialisation are those of :func:`mechanisms.dpsgd.models.mlp`, which the DP-SGD
+    The architecture and initialisation are those of :func:`privgame.mechanisms.dpsgd.models.mlp`, which the DP-SGD
     classifier (``dpsgd-mlp``) trains privately.  No privacy claim.  K releases on one pool train in one batched
     pass, each equal to its own training.
     """

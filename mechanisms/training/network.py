@@ -1,7 +1,7 @@
 """Non-private networks (logistic regression and MLPs) trained with Adam, K models on K include-masks at once.
 
-One model: its initial weights (PyTorch's default scheme, :func:`mechanisms.dpsgd.models.mlp`, the architecture the
-DP-SGD classifier trains too), then ``epochs`` passes over its own training rows in an order drawn afresh every
+One model: its initial weights (PyTorch's default scheme, :func:`privgame.mechanisms.dpsgd.models.mlp`, the architecture
+the DP-SGD classifier trains too), then ``epochs`` passes over its own training rows in an order drawn afresh every
 epoch, in mini-batches of ``batch_size`` (the last one smaller), each a step of Adam on the batch's mean
 cross-entropy.  Every draw comes from the model's own ``torch.Generator``.
 
@@ -27,9 +27,9 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor
 
-from mechanisms.dpsgd.models import mlp
-from mechanisms.training.data import TrainingData
-from mechanisms.training.release import NetworkRelease
+from privgame.mechanisms.dpsgd.models import mlp
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.release import NetworkRelease
 
 __all__ = ["initial_network", "network_release", "train_networks"]
 
@@ -168,7 +168,7 @@ def train_networks(
     hidden : sequence of int
         Hidden widths (empty: logistic regression).
     activation, epochs, batch_size, learning_rate, weight_decay
-        As the mechanisms' parameters (:class:`mechanisms.training.models.MLPClassifier`).
+        As the mechanisms' parameters (:class:`privgame.mechanisms.training.models.MLPClassifier`).
 
     Returns
     -------

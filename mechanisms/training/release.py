@@ -3,7 +3,7 @@
 Every attack on a model reads it through :class:`ModelRelease` (never by probing attributes): ``logits(x)``,
 ``probabilities(x)``, ``losses(x, y)`` and LiRA's logit-scaled ``confidence(x, y)``.  White-box access (the
 parameters) is a separate, explicit capability: ``to_arrays()``, which is also the release's codec for the
-artefact cache (:mod:`mechanisms.cached`): plain arrays in an npz, never a pickle, and :func:`decode_release`
+artefact cache (:mod:`privgame.mechanisms.cached`): plain arrays in an npz, never a pickle, and :func:`decode_release`
 rebuilds the release from them.
 """
 
@@ -278,8 +278,8 @@ class TreeEnsembleRelease(ModelRelease):
 class ConvNetRelease(ModelRelease):
     """A small CNN on flat image rows: two ``3×3 conv (padding 1) → act → 2×2 max-pool`` blocks, then a linear layer.
 
-    The architecture of :func:`mechanisms.dpsgd.models.conv_net`; the forward pass here is numpy (each convolution
-    as one product of the 3×3 patches with the kernels), equal to torch's to float32 rounding (tested).
+    The architecture of :func:`privgame.mechanisms.dpsgd.models.conv_net`; the forward pass here is numpy (each
+    convolution as one product of the 3×3 patches with the kernels), equal to torch's to float32 rounding (tested).
 
     Parameters
     ----------
@@ -374,8 +374,8 @@ class ModuleRelease(ModelRelease):
     """A user's ``torch.nn.Module``, released as its factory's import path and its trained parameters.
 
     What a DP-SGD mechanism with ``model = "package.module:factory"`` publishes
-    (:class:`mechanisms.dpsgd.user_model.ModelFactory`): plain arrays, never a pickle of the module.  The module is
-    rebuilt on first use (the factory called on the CPU, in float32, then given the released values; torch is
+    (:class:`privgame.mechanisms.dpsgd.user_model.ModelFactory`): plain arrays, never a pickle of the module.  The
+    module is rebuilt on first use (the factory called on the CPU, in float32, then given the released values; torch is
     imported only then) and kept by the release object; its forward pass, in evaluation mode and without
     gradients, gives the logits.
 
@@ -390,7 +390,7 @@ class ModuleRelease(ModelRelease):
         The module's outputs (at least 2).
     parameters : ndarray of shape (P,), float32
         The trained parameters flattened, in ``trainable_parameters`` order (``named_parameters`` that require a
-        gradient, :func:`mechanisms.dpsgd.clipping.trainable_parameters`), each in row-major order.
+        gradient, :func:`privgame.mechanisms.dpsgd.clipping.trainable_parameters`), each in row-major order.
     state : ndarray of shape (S,), float64, default=empty
         The module's other state flattened: its parameters without a gradient, then its buffers (``named_*``
         order).  DP-SGD never changes them, but a factory may draw them from its generator, so they are released
@@ -414,7 +414,7 @@ class ModuleRelease(ModelRelease):
     _module: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from analysis._checks import check_int
+        from privgame.analysis._checks import check_int
 
         if not isinstance(self.model, str) or ":" not in self.model:
             raise ValueError(f"model must be a factory's import path 'package.module:function', got {self.model!r}.")
@@ -467,8 +467,8 @@ class ModuleRelease(ModelRelease):
     def _build(self) -> Any:
         import torch
 
-        from mechanisms.dpsgd.devices import make_generator
-        from mechanisms.dpsgd.user_model import ModelFactory
+        from privgame.mechanisms.dpsgd.devices import make_generator
+        from privgame.mechanisms.dpsgd.user_model import ModelFactory
 
         # the generator's draws are all overwritten below: every parameter and buffer gets its released value
         net = ModelFactory(self.model).build(
@@ -527,7 +527,7 @@ class ModuleRelease(ModelRelease):
 def _module_tensors(module: Any) -> tuple[list[Any], list[Any]]:
     """A module's trainable parameters (``trainable_parameters`` order) and its other state: the parameters
     without a gradient, then the buffers."""
-    from mechanisms.dpsgd.clipping import trainable_parameters
+    from privgame.mechanisms.dpsgd.clipping import trainable_parameters
 
     frozen = [p for _, p in module.named_parameters() if not p.requires_grad]
     return [p for _, p in trainable_parameters(module)], frozen + [b for _, b in module.named_buffers()]
@@ -541,7 +541,7 @@ def check_image(image: Any) -> tuple[int, int, int]:
     ValueError
         If it is not three integers, or a side is below 4 (or above 4,096).
     """
-    from analysis._checks import check_int
+    from privgame.analysis._checks import check_int
 
     if not isinstance(image, tuple | list) or len(image) != 3:
         raise ValueError(f"image must be [channels, height, width], got {image!r}.")
@@ -559,7 +559,7 @@ def check_channels(channels: Any, *, high: int | None = None) -> tuple[int, int]
     ValueError
         If it is not a pair of integers in range.
     """
-    from analysis._checks import check_int
+    from privgame.analysis._checks import check_int
 
     if not isinstance(channels, tuple | list) or len(channels) != 2:
         raise ValueError(f"channels must be a pair of ints, got {channels!r}.")

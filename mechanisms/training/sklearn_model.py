@@ -3,8 +3,8 @@
 A fitted scikit-learn estimator can be saved only by pickling it, which privgame never does (a cache directory or
 a results directory from elsewhere must hold no code).  So ``sklearn`` releases what the game can ever ask of the
 model instead: its ``predict_proba`` on every record of its input, the pool of
-:class:`mechanisms.training.data.TrainingData` and the queries the game declared, stored as a
-:class:`mechanisms.training.release.LookupRelease` (each record's probabilities under the digest of its encoded
+:class:`privgame.mechanisms.training.data.TrainingData` and the queries the game declared, stored as a
+:class:`privgame.mechanisms.training.release.LookupRelease` (each record's probabilities under the digest of its encoded
 features) that goes through the artefact cache as an npz.  A record outside them is refused in one line.
 
 Which records each game queries a released model on, and so puts in its input:
@@ -28,11 +28,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mechanisms._base import Mechanism
-from mechanisms._imports import one_line, resolve_import
-from mechanisms.training.data import TrainingData, as_training_data
-from mechanisms.training.models import TrainedModel
-from mechanisms.training.release import LookupRelease, ModelRelease
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms._imports import one_line, resolve_import
+from privgame.mechanisms.training.data import TrainingData, as_training_data
+from privgame.mechanisms.training.models import TrainedModel
+from privgame.mechanisms.training.release import LookupRelease, ModelRelease
 
 __all__ = ["FEATURES", "SklearnModel", "build_estimator", "normalise_params", "resolve_estimator"]
 
@@ -49,7 +49,7 @@ _line = one_line
 
 def resolve_estimator(path: Any) -> Any:
     """The object an import path names: ``"package.module.Name"`` or ``"package.module:Name"``
-    (:func:`mechanisms._imports.resolve_import`; importing the module runs its code, as a plugin's does).
+    (:func:`privgame.mechanisms._imports.resolve_import`; importing the module runs its code, as a plugin's does).
 
     Raises
     ------
@@ -195,15 +195,15 @@ class SklearnModel(TrainedModel):
         no null; the string "None" therefore always means None).  Not a table (a nested value) and not
         ``random_state``.  Stored as sorted (name, value) pairs.
     features : {"encoded", "raw"}, default="encoded"
-        What the estimator reads: the game's public-domain encoding (:mod:`games.datasets.features`, the ``x``
+        What the estimator reads: the game's public-domain encoding (:mod:`privgame.data.features`, the ``x``
         of the input), or the data set's own columns as a DataFrame, the label left out (``TrainingData.frame``),
         for a Pipeline that does its own preprocessing.
 
     Notes
     -----
-    Input: a pool and an include-mask (:class:`mechanisms.training.data.TrainingData`), with the records beyond the
-    pool its game queries (``queries``).  Release: a :class:`mechanisms.training.release.LookupRelease`, the
-    estimator's ``predict_proba`` on every distinct record of the pool and the queries, exactly; any other record
+    Input: a pool and an include-mask (:class:`privgame.mechanisms.training.data.TrainingData`), with the records beyond
+    the pool its game queries (``queries``).  Release: a :class:`privgame.mechanisms.training.release.LookupRelease`,
+    the estimator's ``predict_proba`` on every distinct record of the pool and the queries, exactly; any other record
     is refused (see the module docstring for what each game stores).  In raw mode the records are still found by
     their encoding, and two records encoded alike with different columns are refused (none in Adult or COMPAS).
     Randomness: every ``random_state`` of the estimator (its own and its steps', in sorted order) gets an int drawn

@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from analysis._checks import check_int, check_real
-from mechanisms._base import Mechanism
-from mechanisms.training.data import TrainingData
-from mechanisms.training.models import TrainedModel
-from mechanisms.training.release import ModelRelease, TreeEnsembleRelease
+from privgame.analysis._checks import check_int, check_real
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.models import TrainedModel
+from privgame.mechanisms.training.release import ModelRelease, TreeEnsembleRelease
 
 __all__ = ["GradientBoostedTrees", "tree_release"]
 
@@ -74,8 +74,8 @@ class GradientBoostedTrees(TrainedModel):
 
     Notes
     -----
-    Input: a pool and an include-mask (:class:`mechanisms.training.data.TrainingData`); release: the trees as
-    arrays (:class:`mechanisms.training.release.TreeEnsembleRelease`), scored by our own traversal.  No early
+    Input: a pool and an include-mask (:class:`privgame.mechanisms.training.data.TrainingData`); release: the trees as
+    arrays (:class:`privgame.mechanisms.training.release.TreeEnsembleRelease`), scored by our own traversal.  No early
     stopping (it would hold out part of the training set).  Randomness: the features each split considers
     (``max_features``), from an int seed drawn from the release's rng.  No privacy claim; K releases train one
     after the other (trees do not batch).

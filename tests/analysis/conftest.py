@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.accounting import dpsgd_claim, gaussian_claim, pure_composition_claim, randomized_response_claim
+from privgame.analysis.accounting import dpsgd_claim, gaussian_claim, pure_composition_claim, randomized_response_claim
 
 # The claims of the four kinds of mechanism, shared by test_families.py and test_estimators.py.
 RR = randomized_response_claim(1.0)

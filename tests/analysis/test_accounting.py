@@ -1,4 +1,4 @@
-"""Tests of analysis.accounting: epsilon_for_event and PrivacyClaim against dp_accounting called directly."""
+"""Tests of privgame.analysis.accounting: epsilon_for_event and PrivacyClaim against dp_accounting called directly."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from analysis.accounting import NeighbouringRelation, PrivacyClaim, epsilon_for_event
+from privgame.analysis.accounting import NeighbouringRelation, PrivacyClaim, epsilon_for_event
 
 NR = dp_accounting.NeighboringRelation
 DELTA = 1e-5
@@ -190,8 +190,8 @@ from dp_accounting.pld import accountant as pld_accountant  # noqa: E402
 from dp_accounting.pld import common as pld_common  # noqa: E402
 from scipy import optimize, stats  # noqa: E402
 
-import mechanisms  # noqa: E402
-from analysis.accounting import (  # noqa: E402
+import privgame.mechanisms  # noqa: E402
+from privgame.analysis.accounting import (  # noqa: E402
     dpsgd_epsilon,
     gaussian_claim,
     gaussian_epsilon,
@@ -335,19 +335,19 @@ def test_pure_composition_bad_epsilons_raise(epsilons: Any, error: type[Exceptio
 
 
 def test_mechanisms_claims_are_the_accounting_claims() -> None:
-    rr = mechanisms.RandomizedResponse(epsilon=2).privacy_claim()
+    rr = privgame.mechanisms.RandomizedResponse(epsilon=2).privacy_claim()
     assert rr == randomized_response_claim(2)
     assert rr.neighbouring == NR.REPLACE_ONE
     assert rr.epsilon(0.0) == pytest.approx(2.0, abs=1e-6)
-    gauss = mechanisms.GaussianMechanism(sigma=1).privacy_claim()
+    gauss = privgame.mechanisms.GaussianMechanism(sigma=1).privacy_claim()
     assert gauss == gaussian_claim(1)
     assert gauss.neighbouring == NR.ADD_OR_REMOVE_ONE
     assert gauss.epsilon(DELTA) == dp_accounting.get_epsilon_gaussian(1.0, DELTA)
-    assert mechanisms.RandomizedResponse(epsilon=1).privacy_claim() != randomized_response_claim(2)
+    assert privgame.mechanisms.RandomizedResponse(epsilon=1).privacy_claim() != randomized_response_claim(2)
 
 
 def test_dpsgd_noise_multiplier_meets_the_target_from_the_safe_side() -> None:
-    from analysis.accounting import dpsgd_noise_multiplier
+    from privgame.analysis.accounting import dpsgd_noise_multiplier
 
     sigma = dpsgd_noise_multiplier(1.0, 1e-5, 1.0, 1, tol=1e-4)  # one full-batch step: the Gaussian mechanism
     assert dpsgd_epsilon(sigma, 1.0, 1, 1e-5) <= 1.0

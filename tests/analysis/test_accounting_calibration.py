@@ -11,8 +11,8 @@ import mpmath
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from analysis import accounting
-from analysis.accounting import (
+from privgame.analysis import accounting
+from privgame.analysis.accounting import (
     balle_wang_epsilon,
     dpsgd_epsilon,
     dpsgd_noise_multiplier,
@@ -20,8 +20,8 @@ from analysis.accounting import (
     gaussian_epsilon,
     sampled_probability,
 )
-from analysis.cache import ArtefactCache
-from mechanisms import GaussianMechanism
+from privgame.core.cache import ArtefactCache
+from privgame.mechanisms import GaussianMechanism
 
 
 def _oracle(sigma: float, delta: float) -> float:

@@ -1,5 +1,5 @@
-"""Tests of ``analysis.one_run.audit_scores``: the one-run audit (Steinke, Nasr, Jagielski 2023, arXiv:2305.08846)
-from the scores of the included and excluded canaries, with a threshold strategy.
+"""Tests of ``privgame.analysis.one_run.audit_scores``: the one-run audit (Steinke, Nasr, Jagielski 2023,
+arXiv:2305.08846) from the scores of the included and excluded canaries, with a threshold strategy.
 
 * Deterministic cases against ``epsilon_lower_bound`` on hand-counted (m, r, v): Explicit one- and two-sided
   thresholds at the full β, perfect separation under Bonferroni at β/G, ties, all-equal scores, and a slow reference
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from analysis._result import AuditResult
-from analysis.one_run import audit_scores, epsilon_lower_bound
-from analysis.thresholds import Bonferroni, Explicit, Split, quantile_thresholds, symmetric_quantile_pairs
+from privgame.analysis._result import AuditResult
+from privgame.analysis.one_run import audit_scores, epsilon_lower_bound
+from privgame.analysis.thresholds import Bonferroni, Explicit, Split, quantile_thresholds, symmetric_quantile_pairs
 
 BETA = 0.05
 LEVELS_100 = np.arange(1, 101) / 101

@@ -1,4 +1,4 @@
-"""Tests of analysis.calibration: LiRA post-processing, Student-t thresholds and the FPC (SPEC §5).
+"""Tests of privgame.analysis.calibration: LiRA post-processing, Student-t thresholds and the FPC (SPEC §5).
 
 * Closed forms on a 4 × 2 matrix computed by hand: the leave-one-out statistics, z, every aggregate number, the FPC
   (σ² divided by it, checked exactly), the flat dict's keys.
@@ -26,7 +26,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from analysis.calibration import (
+from privgame.analysis.calibration import (
     DEFAULT_FPRS,
     calibration_report,
     finite_population_correction,
@@ -568,7 +568,7 @@ def test_report_pp_t_is_calibrated_whether_or_not_a_sample_leaks(
     :func:`_self_normalised` with |T| < 4 fails w.p. 6e-5 per check (24 checks: < 2e-3 in all); against the old
     sign the M = 16 and 64 checks at gap 0 have T > 10.
     """
-    from analysis.calibration import _standardised
+    from privgame.analysis.calibration import _standardised
 
     rng = _rng(12 + n_models)
     alphas = (0.01, 0.1)
@@ -587,7 +587,7 @@ def test_report_pp_t_is_calibrated_whether_or_not_a_sample_leaks(
 def test_the_known_direction_is_the_standardised_score_with_sign_plus_one() -> None:
     """direction="known" is f_x(s) = (s − μ_out) / σ_out of the leave-one-out statistics, never flipped, even where
     a sample's IN shadows lie below its OUT ones."""
-    from analysis.calibration import _standardised
+    from privgame.analysis.calibration import _standardised
 
     rng = _rng(5)
     s, m, _, _ = _lira_like(rng, 12, 300, gap=-1.0)
@@ -749,7 +749,7 @@ def test_per_sample_expected_fpr_is_the_out_of_sample_rate_of_the_own_threshold(
 def test_scores_constant_per_sample_are_refused_unless_the_post_processing_is_optional():
     """An attack that scores every pair of a sample alike (RMIA when no likelihood ratio reaches γ) cannot be
     standardised: refused by default, reported with NaN post-processed rates and its naive ones otherwise."""
-    from games.lira import lira_masks
+    from privgame.games.lira import lira_masks
 
     member = lira_masks(8, 50, 1, 0)
     flat = np.zeros((8, 50))

@@ -1,4 +1,4 @@
-"""Tests of analysis._checks: every branch and the message shape "{name} must be ..., got {value!r}."."""
+"""Tests of privgame.analysis._checks: every branch and the message shape "{name} must be ..., got {value!r}."."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from analysis._checks import (
+from privgame.analysis._checks import (
     check_confidence,
     check_delta,
     check_int,

@@ -1,4 +1,4 @@
-"""Tests of analysis.discretise: fixed (public) and quantile bins, encoding, decoding, and every error path."""
+"""Tests of privgame.analysis.discretise: fixed (public) and quantile bins, encoding, decoding, and every error path."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.discretise import (
+from privgame.analysis.discretise import (
     INTEGERS,
     MAX_VALUE_BINS,
     ColumnBins,

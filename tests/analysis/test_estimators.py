@@ -1,4 +1,5 @@
-"""The estimators a config names, resolved against the mechanism's claim (analysis.estimators, analysis.families).
+"""The estimators a config names, resolved against the mechanism's claim (privgame.analysis.estimators,
+privgame.analysis.families).
 
 The mechanism-matched family is pure for randomized response and PrivBayes, Gaussian for the Gaussian mechanism and
 DP-SGD's own PLD for DP-SGD; a named family that does not contain the mechanism's curve is refused (it can bound
@@ -13,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis import fdp, multi_run, one_run, order_stats
-from analysis.estimators import ESTIMATORS, bound_from_counts, bound_from_scores, resolve_estimators
-from analysis.thresholds import Explicit
+from privgame.analysis import fdp, multi_run, one_run, order_stats
+from privgame.analysis.estimators import ESTIMATORS, bound_from_counts, bound_from_scores, resolve_estimators
+from privgame.analysis.thresholds import Explicit
 from tests.analysis.conftest import DPSGD, GAUSSIAN, RR
 
 

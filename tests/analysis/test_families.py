@@ -1,4 +1,4 @@
-"""Curve families (analysis.families): the registry, the family matched to a mechanism's claim, and bad input.
+"""Curve families (privgame.analysis.families): the registry, the family matched to a mechanism's claim, and bad input.
 
 The matched family is pure for randomized response and PrivBayes, Gaussian for the Gaussian mechanism and DP-SGD's
 own PLD (its q and T) for DP-SGD.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.families import (
+from privgame.analysis.families import (
     FAMILIES,
     CurveFamily,
     dpsgd_family,
@@ -18,7 +18,7 @@ from analysis.families import (
     pure_family,
     unmatched_reason,
 )
-from analysis.tradeoff import GaussianCurve
+from privgame.analysis.tradeoff import GaussianCurve
 from tests.analysis.conftest import DPSGD, GAUSSIAN, PRIVBAYES, RR
 
 

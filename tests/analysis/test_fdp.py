@@ -9,7 +9,8 @@ Independent references:
 * jax_privacy's parametrisation of the Gaussian family by ε (μ = 1/σ(ε, δ) from ``dp_accounting``), which must give
   the same ε as ours (indexed by μ, converted by :func:`gdp_epsilon`);
 * ``dp_accounting.get_epsilon_gaussian`` for the GDP → (ε, δ) conversion;
-* Steinke et al.'s bound (:mod:`analysis.one_run`), which is exact for randomized response at δ = 0 and therefore an
+* Steinke et al.'s bound (:mod:`privgame.analysis.one_run`), which is exact for randomized response at δ = 0 and
+therefore an
   upper limit for the pure-DP f-DP bound;
 * exact coverage for randomized response (the bound is monotone in v, so its violation probability is a binomial
   tail), and Monte-Carlo coverage for randomized response and the idealised Gaussian mechanism.
@@ -26,11 +27,11 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from analysis import fdp, one_run
-from analysis.accounting import dpsgd_claim
-from analysis.families import CurveFamily, dpsgd_family, family_for_claim
-from analysis.fdp import FdpAudit, epsilon_lower_bound, reject
-from analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, TradeOffCurve, gdp_epsilon
+from privgame.analysis import fdp, one_run
+from privgame.analysis.accounting import dpsgd_claim
+from privgame.analysis.families import CurveFamily, dpsgd_family, family_for_claim
+from privgame.analysis.fdp import FdpAudit, epsilon_lower_bound, reject
+from privgame.analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, TradeOffCurve, gdp_epsilon
 
 # --------------------------------------------------------------------------------------------------------------
 # Slow reference: Algorithm 3 as stated in SPEC §1 (and PrivacyGuard's ``rh_with_cap``, plus jax_privacy's cap at 1)

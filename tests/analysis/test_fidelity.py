@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.fidelity import FidelityReport, column_kind, cramers_v, fidelity_report
+from privgame.analysis.fidelity import FidelityReport, column_kind, cramers_v, fidelity_report
 
 
 def mixed_table(n: int, seed: int) -> pd.DataFrame:

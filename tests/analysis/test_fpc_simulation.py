@@ -21,7 +21,7 @@ from types import ModuleType
 
 import pytest
 
-from analysis.calibration import finite_population_correction
+from privgame.analysis.calibration import finite_population_correction
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "fpc_simulation.py"
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.accounting import gaussian_epsilon
-from analysis.ladder import LADDER, PRODUCT_MODEL, gaussian_ladder, ladder, plot_ladder
+from privgame.analysis.accounting import gaussian_epsilon
+from privgame.analysis.ladder import LADDER, PRODUCT_MODEL, gaussian_ladder, ladder, plot_ladder
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Tests of analysis.multi_run: the classic multi-run audit (Clopper–Pearson bounds on FPR and FNR, each at β/2;
-Jagielski et al. 2020, arXiv:2006.07709) and its GDP variant (Nasr et al. 2021, arXiv:2101.04535).
+"""Tests of privgame.analysis.multi_run: the classic multi-run audit (Clopper–Pearson bounds on FPR and FNR, each at
+β/2; Jagielski et al. 2020, arXiv:2006.07709) and its GDP variant (Nasr et al. 2021, arXiv:2101.04535).
 
 * ``clopper_pearson_upper`` against scipy's exact binomial interval and closed forms.
 * Closed forms of the estimators, computed by hand: perfect separation, hand-counted error rates, both directions of
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from analysis._result import AuditResult
-from analysis.multi_run import audit_scores, clopper_pearson_upper, gdp_audit_scores
-from analysis.thresholds import Bonferroni, Explicit, Split, quantile_thresholds
+from privgame.analysis._result import AuditResult
+from privgame.analysis.multi_run import audit_scores, clopper_pearson_upper, gdp_audit_scores
+from privgame.analysis.thresholds import Bonferroni, Explicit, Split, quantile_thresholds
 
 BETA = 0.05
 

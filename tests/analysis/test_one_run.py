@@ -1,6 +1,6 @@
 """Tests of the one-run audit (Steinke, Nasr, Jagielski 2023, arXiv:2305.08846, Thm 5.2 / App. D).
 
-Three independent references check :mod:`analysis.one_run`:
+Three independent references check :mod:`privgame.analysis.one_run`:
 
 * the paper's published numbers;
 * a slow, naive re-implementation of Appendix D (the p-value loop, and an ε search that scans a fine grid from 0
@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.one_run import (
+from privgame.analysis.one_run import (
     OneRunAudit,
     audit_top_k,
     count_correct,
@@ -664,7 +664,7 @@ def test_the_unchecked_binomial_equals_scipys_public_one_bit_for_bit():
     every range the callers use they give stats.binom's numbers exactly."""
     from scipy import stats
 
-    from analysis import one_run
+    from privgame.analysis import one_run
 
     rng = np.random.default_rng(5)
     for r in (1, 2, 57, 1000, 123_457, 10**6):

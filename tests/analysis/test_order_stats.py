@@ -20,12 +20,19 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from analysis import fdp, one_run
-from analysis.accounting import dpsgd_claim
-from analysis.families import CurveFamily, family_for_claim, gaussian_family, pure_family
-from analysis.order_stats import OrderStatsAudit, audit_scores, epsilon_lower_bound, mean_error, p_value, reject
-from analysis.thresholds import Bonferroni, Explicit
-from analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve
+from privgame.analysis import fdp, one_run
+from privgame.analysis.accounting import dpsgd_claim
+from privgame.analysis.families import CurveFamily, family_for_claim, gaussian_family, pure_family
+from privgame.analysis.order_stats import (
+    OrderStatsAudit,
+    audit_scores,
+    epsilon_lower_bound,
+    mean_error,
+    p_value,
+    reject,
+)
+from privgame.analysis.thresholds import Bonferroni, Explicit
+from privgame.analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve
 
 # --------------------------------------------------------------------------------------------------------------
 # 1. The mean error of the most confident guesses
@@ -253,7 +260,7 @@ def test_idealised_gaussian_recovers_most_of_epsilon():
     guesses: the bound is at least 0.8 ε at ε = 1, 2, 4, 8 (δ = 1e-5)."""
     from scipy import optimize
 
-    from analysis.tradeoff import gdp_epsilon
+    from privgame.analysis.tradeoff import gdp_epsilon
 
     m, delta = 10_000, 1e-5
     for eps in (1.0, 2.0, 4.0, 8.0):
@@ -323,7 +330,7 @@ def test_a_mismatched_family_fails_the_same_soundness_check():
     check above catches it."""
     from scipy import optimize
 
-    from analysis.tradeoff import gdp_epsilon
+    from privgame.analysis.tradeoff import gdp_epsilon
 
     eps, m, trials, delta = 1.0, 1000, 300, 1e-5
     mu = optimize.brentq(lambda x: gdp_epsilon(x, delta) - eps, 1e-3, 10.0)

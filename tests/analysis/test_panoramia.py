@@ -1,8 +1,8 @@
 """Tests of the PANORAMIA measurement (Kazmi et al., NeurIPS 2024, arXiv:2402.09477).
 
-References used here, independent of :mod:`analysis.panoramia`'s own code paths:
+References used here, independent of :mod:`privgame.analysis.panoramia`'s own code paths:
 
-* the public one-run bound :func:`analysis.one_run.epsilon_lower_bound`, called on counts taken by brute force;
+* the public one-run bound :func:`privgame.analysis.one_run.epsilon_lower_bound`, called on counts taken by brute force;
 * deterministic score patterns (perfect separation, identical classifiers, constant scores);
 * a Monte-Carlo soundness check: randomized response of the membership bit at level c (the baseline, tight for a
   c-close generator) and c + ε (the MIA), where ``c_lb > c`` and ``{c+ε}_lb > c + ε`` must each happen with
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.one_run import epsilon_lower_bound
-from analysis.panoramia import (
+from privgame.analysis.one_run import epsilon_lower_bound
+from privgame.analysis.panoramia import (
     Curve,
     PanoramiaResult,
     measure,
@@ -29,7 +29,7 @@ from analysis.panoramia import (
     members_only_counts,
     plot_curves,
 )
-from analysis.thresholds import Bonferroni, Explicit, Split
+from privgame.analysis.thresholds import Bonferroni, Explicit, Split
 
 
 def _balanced(n: int) -> np.ndarray:
@@ -246,7 +246,7 @@ def _rr_violations(confidence: float, thresholds, seed: int) -> dict[str, int]:
     P[s = 1 | score = 1] = e^κ / (1 + e^κ) exactly: the tightest bit allowed at closeness κ, so the bound is
     tested where it is sharpest.  Also counts violations of two broken estimators on the same data.
     """
-    from analysis.one_run import _epsilon_lower_bound
+    from privgame.analysis.one_run import _epsilon_lower_bound
 
     rng = np.random.default_rng(seed)
     counts = {"c": 0, "c+eps": 0, "no_union": 0, "point": 0}

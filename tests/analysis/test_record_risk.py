@@ -1,4 +1,4 @@
-"""Tests of analysis.record_risk: per-record risk metrics of Krčo et al. (arXiv:2405.15423).
+"""Tests of privgame.analysis.record_risk: per-record risk metrics of Krčo et al. (arXiv:2405.15423).
 
 * ``auc``: closed forms (perfect, reversed, all ties, a hand-counted case) and scikit-learn's ``roc_auc_score``.
 * ``auc_interval``: a slow per-replicate oracle drawing the same indices, reproducibility, width shrinking with n,
@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from analysis.record_risk import (
+from privgame.analysis.record_risk import (
     MISS_RATE_THRESHOLDS,
     accuracy_interval,
     auc,

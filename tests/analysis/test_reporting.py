@@ -1,4 +1,4 @@
-"""Tests of analysis.reporting: format_table and plot_lower_bounds."""
+"""Tests of privgame.analysis.reporting: format_table and plot_lower_bounds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.reporting import TABLE_FORMATS, format_table, plot_lower_bounds
+from privgame.analysis.reporting import TABLE_FORMATS, format_table, plot_lower_bounds
 
 
 @pytest.fixture
@@ -81,7 +81,12 @@ def test_tiny_values_keep_their_digits() -> None:
 
 def test_latex_headers_are_readable() -> None:
     frame = pd.DataFrame(
-        {"mechanism.epsilon": [1.0], "analysis.delta": [1e-5], "fdp_pld.epsilon_lb_median": [0.5], "game.runs": [4]}
+        {
+            "mechanism.epsilon": [1.0],
+            "analysis.delta": [1e-5],
+            "fdp_pld.epsilon_lb_median": [0.5],
+            "game.runs": [4],
+        }
     )
     header = format_table(frame, "latex").splitlines()[2]
     assert header == r"$\varepsilon$ & $\delta$ & \texttt{fdp\_pld} median $\varepsilon_{\mathrm{lb}}$ & runs \\"
@@ -239,7 +244,7 @@ def test_the_ladders_legend_names_the_analytic_line_only_when_one_is_drawn(analy
     must not announce one."""
     from matplotlib.figure import Figure
 
-    from analysis.reporting import _draw_ladder
+    from privgame.analysis.reporting import _draw_ladder
 
     part = pd.DataFrame(
         {"epsilon_analytic": [analytic], "c_lb.epsilon_lb_median": [0.2], "c_lb.epsilon_lb_min": [0.1]}

@@ -1,4 +1,4 @@
-"""Tests of analysis.thresholds: the label-free threshold strategies shared by every estimator (SPEC "Threshold
+"""Tests of privgame.analysis.thresholds: the label-free threshold strategies shared by every estimator (SPEC "Threshold
 selection").
 
 Three kinds of checks:
@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import multi_run, one_run
-from analysis.one_run import epsilon_lower_bound
-from analysis.thresholds import (
+from privgame.analysis import multi_run, one_run
+from privgame.analysis.one_run import epsilon_lower_bound
+from privgame.analysis.thresholds import (
     Bonferroni,
     Explicit,
     Split,

@@ -1,4 +1,5 @@
-"""Trade-off curves (analysis.tradeoff): each curve's blow-up inverse against its definition, the PLD curve of one
+"""Trade-off curves (privgame.analysis.tradeoff): each curve's blow-up inverse against its definition, the PLD curve of
+one
 Gaussian step against the Gaussian curve, the GDP → (ε, δ) conversion against ``dp_accounting``, and bad input."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, gdp_epsilon
+from privgame.analysis.tradeoff import GaussianCurve, PLDCurve, PureDPCurve, gdp_epsilon
 
 Y = np.concatenate([np.logspace(-12, -1, 60), np.linspace(0.0, 1.0, 401)])
 

@@ -11,12 +11,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from attacks.knowledge import BlackBox, Knowledge
-from mechanisms._base import Mechanism
+from privgame.attacks.knowledge import BlackBox, Knowledge
+from privgame.mechanisms._base import Mechanism
 
 __all__ = ["AUX", "TARGET", "Blind", "CopyTable", "attack_auc"]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "games" / "plugins"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 try:
     from known_risk_mechanisms import CopyTable  # releases its input rows, shuffled
 finally:

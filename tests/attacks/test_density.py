@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from synthetic_worlds import AUX, TARGET, Blind, CopyTable, attack_auc
 
-from attacks._tables import TableSchema
-from attacks.density import DensityRatio, log_kernel_density
-from attacks.distance import mixed_distances
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.density import DensityRatio, log_kernel_density
+from privgame.attacks.distance import mixed_distances
 
 
 def test_the_log_density_is_the_mean_kernel_of_the_mixed_distance():
@@ -46,5 +46,5 @@ def test_bad_parameters_are_refused_in_one_line(kwargs, message):
 
 
 def test_it_needs_the_adversarys_knowledge():
-    with pytest.raises(TypeError, match=r"needs an attacks\.knowledge\.Knowledge"):
+    with pytest.raises(TypeError, match=r"needs a privgame\.attacks\.knowledge\.Knowledge"):
         DensityRatio().fit(None, rng=np.random.default_rng(0))

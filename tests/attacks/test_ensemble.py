@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 from synthetic_worlds import AUX, TARGET, Blind, CopyTable, attack_auc
 
-from attacks._tables import TableSchema
-from attacks.density import log_kernel_density
-from attacks.distance import mixed_distances
-from attacks.ensemble import Ensemble
-from attacks.groundhog import groundhog_features
-from attacks.knowledge import BlackBox, Knowledge
-from attacks.queries import CountingQueries
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.density import log_kernel_density
+from privgame.attacks.distance import mixed_distances
+from privgame.attacks.ensemble import Ensemble
+from privgame.attacks.groundhog import groundhog_features
+from privgame.attacks.knowledge import BlackBox, Knowledge
+from privgame.attacks.queries import CountingQueries
 
 
 def _knowledge(mechanism=None) -> Knowledge:
@@ -60,7 +60,7 @@ def test_a_copying_generator_is_found_and_an_input_blind_one_is_not():
 def test_it_trains_on_the_same_shadow_tables_as_tapas():
     """Stream 0 of the attack's generator builds the shadows of every shadow attack: the ensemble's counting
     features on its shadows are TAPAS's own (same target, knowledge and generator)."""
-    from attacks.shadow import attack_streams, shadow_features
+    from privgame.attacks.shadow import attack_streams, shadow_features
 
     knowledge = _knowledge(Blind())
     ensemble = Ensemble(features=("queries",), numeric_match="ge", n_shadows=6)

@@ -1,4 +1,4 @@
-"""Tests of attacks.identity.Identity."""
+"""Tests of privgame.attacks.identity.Identity."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pickle
 import numpy as np
 import pytest
 
-from attacks.identity import Identity
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.randomized_response import RandomizedResponse
+from privgame.attacks.identity import Identity
+from privgame.mechanisms.gaussian import GaussianMechanism
+from privgame.mechanisms.randomized_response import RandomizedResponse
 
 
 def test_score_returns_released_values_at_targets() -> None:
@@ -73,7 +73,7 @@ def test_frozen() -> None:
     assert not hasattr(attack, "learned")
     with pytest.raises((dataclasses.FrozenInstanceError, TypeError, AttributeError)):
         attack.threshold = 1.0  # type: ignore[misc]
-    assert attack.threshold == 0.5  # its own fitted attack: the fixed decision threshold of attacks._base
+    assert attack.threshold == 0.5  # its own fitted attack: the fixed decision threshold of privgame.attacks._base
 
 
 def test_pickle_round_trip() -> None:

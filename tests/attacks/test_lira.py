@@ -14,9 +14,8 @@ import pytest
 import torch
 from scipy.stats import mannwhitneyu, norm
 
-from analysis.cache import seed_identity
-from attacks.knowledge import BlackBox, Knowledge
-from attacks.lira import (
+from privgame.attacks.knowledge import BlackBox, Knowledge
+from privgame.attacks.lira import (
     SIGMA_FLOOR,
     FittedLiRA,
     GaussianFits,
@@ -26,9 +25,10 @@ from attacks.lira import (
     leave_one_out_fits,
     lira_scores,
 )
-from games.testing import _BUILT_IN, _encode, _knowledge, _small_model, _table, _trained_model_release
-from mechanisms.training.data import TrainingData
-from mechanisms.training.models import MLPClassifier
+from privgame.core.cache import seed_identity
+from privgame.engine.testing import _BUILT_IN, _encode, _knowledge, _small_model, _table, _trained_model_release
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.models import MLPClassifier
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -252,7 +252,8 @@ def test_targets_with_too_few_shadows_are_invalid_and_score_zero():
 
 
 def test_fit_inputs_are_checked():
-    """The fits share the calibration's checker (analysis._checks.check_score_matrix): one line naming the field."""
+    """The fits share the calibration's checker (privgame.analysis._checks.check_score_matrix): one line naming the
+    field."""
     scores, member = np.zeros((4, 3)), np.zeros((4, 3), dtype=bool)
     for fit in (fit_gaussians, leave_one_out_fits):
         with pytest.raises(
@@ -413,7 +414,9 @@ def test_attack_errors():
     rng = np.random.default_rng(0)
     with pytest.raises(TypeError, match=r"attack 'lira' needs the public feature encoding of the records"):
         LiRA(n_shadows=4).fit(no_encoder, rng=rng)
-    with pytest.raises(TypeError, match=r"attack 'lira' needs an attacks\.knowledge\.Knowledge .*got DataFrame"):
+    with pytest.raises(
+        TypeError, match=r"attack 'lira' needs a privgame\.attacks\.knowledge\.Knowledge .*got DataFrame"
+    ):
         LiRA(n_shadows=4).fit(table, rng=rng)
     small = Knowledge(table.iloc[:10], table.iloc[[199]], 20, BlackBox(_small_model()), encoder=_encode)
     with pytest.raises(ValueError, match="LiRA needs at least dataset_size = 20 auxiliary records, got 10"):

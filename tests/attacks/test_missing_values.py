@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attacks._tables import TableSchema
-from attacks.distance import mixed_distances
-from attacks.queries import match_masks, superset_counts
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.distance import mixed_distances
+from privgame.attacks.queries import match_masks, superset_counts
 
 AUX = pd.DataFrame({"c": pd.Categorical(list("abab"), categories=list("ab")), "x": [1.0, 2.0, 3.0, 4.0]})
 SCHEMA = TableSchema.of(AUX)
@@ -76,9 +76,9 @@ def test_one_hot_puts_a_missing_or_unknown_category_in_no_column():
 
 @pytest.mark.parametrize("rule", ["ge", "eq", "both"])
 def test_counting_query_features_of_a_missing_target_are_zero_under_every_rule(rule):
-    from attacks.knowledge import BlackBox, Knowledge
-    from attacks.queries import CountingQueries
-    from mechanisms.synth import Synthpop
+    from privgame.attacks.knowledge import BlackBox, Knowledge
+    from privgame.attacks.queries import CountingQueries
+    from privgame.mechanisms.synth import Synthpop
 
     knowledge = Knowledge(AUX, _target("zz", np.nan), 2, BlackBox(Synthpop()))
     features = CountingQueries(numeric_match=rule).featuriser(knowledge, rng=np.random.default_rng(0))(RELEASE)

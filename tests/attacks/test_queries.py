@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from attacks._tables import TableSchema
-from attacks.queries import CountingQueries, match_masks, sample_subsets, superset_counts
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.queries import CountingQueries, match_masks, sample_subsets, superset_counts
 
 
 def _brute(codes, target, numeric, rule):
@@ -87,8 +87,8 @@ def test_attack_parameter_errors(params, error, match):
 
 
 def test_all_subsets_refuses_too_many_columns():
-    from attacks.knowledge import BlackBox, Knowledge
-    from mechanisms.synth import Synthpop
+    from privgame.attacks.knowledge import BlackBox, Knowledge
+    from privgame.mechanisms.synth import Synthpop
 
     wide = pd.DataFrame({f"c{j}": np.arange(30) for j in range(17)})
     knowledge = Knowledge(wide, wide.iloc[[0]], 10, BlackBox(Synthpop()))
@@ -138,9 +138,9 @@ def _knowledge(aux: pd.DataFrame, target: pd.DataFrame, n: int = 20):
     import sys
     from pathlib import Path
 
-    from attacks.knowledge import BlackBox, Knowledge
+    from privgame.attacks.knowledge import BlackBox, Knowledge
 
-    plugins = str(Path(__file__).parents[1] / "games" / "plugins")  # the record-game tests' known-risk generators
+    plugins = str(Path(__file__).parents[1] / "plugins")  # the record-game tests' known-risk generators
     if plugins not in sys.path:
         sys.path.insert(0, plugins)
     from known_risk_mechanisms import CopyTable

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from attacks.rmia import leave_one_out_rmia, reference_probability, rmia_scores
+from privgame.attacks.rmia import leave_one_out_rmia, reference_probability, rmia_scores
 
 # Counts of the 50 population samples each of 20 targets dominates, computed ONCE by running the paper's code
 # (ML Privacy Meter, research/2024_rmia/main.py at commit d32734161a3395211fe5f3cd461932290b1fafbe,
@@ -189,7 +189,7 @@ def test_a_record_game_config_with_rmia_is_refused_naming_the_games_that_give_re
 
 
 def test_a_population_of_a_given_size_is_drawn_from_each_target_models_non_members():
-    from games.lira import lira_masks
+    from privgame.games.lira import lira_masks
 
     member = lira_masks(8, 120, 5, 0)
     confidence = np.random.default_rng(1).normal(size=(8, 120)) + member
@@ -208,7 +208,7 @@ def test_a_population_of_a_given_size_is_drawn_from_each_target_models_non_membe
     ("value", "message"), [(0, "population_size"), (10**12, "population_size"), (2.5, "population_size")]
 )
 def test_a_bad_population_size_is_refused_in_one_line(value, message):
-    from attacks.rmia import RMIA
+    from privgame.attacks.rmia import RMIA
 
     with pytest.raises((TypeError, ValueError), match=message) as info:
         RMIA(population_size=value)

@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attacks import ClosestDistance, Groundhog
-from attacks._tables import TableSchema
-from attacks.distance import mixed_distances
-from attacks.groundhog import groundhog_features
-from attacks.knowledge import BlackBox, Knowledge, require_knowledge
-from attacks.shadow import best_threshold, fit_forest, forest_proba, shadow_dataset, shadow_features
-from mechanisms.synth import Synthpop
+from privgame.attacks import ClosestDistance, Groundhog
+from privgame.attacks._tables import TableSchema
+from privgame.attacks.distance import mixed_distances
+from privgame.attacks.groundhog import groundhog_features
+from privgame.attacks.knowledge import BlackBox, Knowledge, require_knowledge
+from privgame.attacks.shadow import best_threshold, fit_forest, forest_proba, shadow_dataset, shadow_features
+from privgame.mechanisms.synth import Synthpop
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:
@@ -72,9 +72,9 @@ def test_knowledge_errors(kwargs, error, match):
 
 
 def test_attacks_need_knowledge_and_oracle_needs_seed_sequences():
-    with pytest.raises(TypeError, match=r"needs an attacks\.knowledge\.Knowledge"):
+    with pytest.raises(TypeError, match=r"needs a privgame\.attacks\.knowledge\.Knowledge"):
         ClosestDistance().fit(None, rng=np.random.default_rng(0))
-    with pytest.raises(TypeError, match=r"needs an attacks\.knowledge\.Knowledge"):
+    with pytest.raises(TypeError, match=r"needs a privgame\.attacks\.knowledge\.Knowledge"):
         require_knowledge({}, "groundhog")
     with pytest.raises(TypeError, match=r"seeds\[0\] must be a numpy\.random\.SeedSequence"):
         BlackBox(Synthpop()).release_many([AUX], seeds=[np.random.default_rng(0)])

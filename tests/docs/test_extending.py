@@ -14,11 +14,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from games import cli
-from games.config import load_config
-from games.registry import ATTACKS, GAMES, MECHANISMS
-from games.runner import run_experiment
-from games.testing import check_component
+from privgame.engine import cli
+from privgame.engine.config import load_config
+from privgame.engine.registry import ATTACKS, GAMES, MECHANISMS
+from privgame.engine.runner import run_experiment
+from privgame.engine.testing import check_component
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -72,8 +72,8 @@ def _generator_extras() -> list[Any]:
 
 
 def _data_extras() -> list[Any]:
-    from attacks import CountingQueries
-    from mechanisms.synth import Synthpop
+    from privgame.attacks import CountingQueries
+    from privgame.mechanisms.synth import Synthpop
 
     return [Synthpop(), CountingQueries(n_shadows=4, n_estimators=5)]  # built-ins, checked on clinic's records
 
@@ -118,8 +118,8 @@ def test_each_example_keeps_the_contract_and_runs_end_to_end(name, plugins, tmp_
 def test_a_users_file_gives_the_checks_its_records(plugins):
     """The [data] path route of docs/datasets.md: the file checked against its domain and registered, its records
     are the samples too."""
-    from games.datasets.files import open_source, register_source
-    from mechanisms.training import GradientBoostedTrees
+    from privgame.data.files import open_source, register_source
+    from privgame.mechanisms.training import GradientBoostedTrees
 
     register_source(open_source(BYO / "medical.csv", BYO / "medical.domain.toml", label="diagnosis"))
     sys.path.append(str(BYO))

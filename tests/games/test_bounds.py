@@ -1,4 +1,4 @@
-"""``[analysis] estimators``, ``threshold``, ``two_sided`` and ``allow_unmatched_family`` (games.bounds).
+"""``[analysis] estimators``, ``threshold``, ``two_sided`` and ``allow_unmatched_family`` (privgame.games.bounds).
 
 The threshold rule's normal form and its refusals; every invalid choice refused when the config is read (one line,
 before any trial); the default estimator and rule giving exactly the game's own bound; the columns named after the
@@ -12,14 +12,14 @@ import math
 import numpy as np
 import pytest
 
-from games._base import AnalysisSettings
-from games.bounds import bound_columns, check_threshold, estimator_labels, settings_problem
-from games.config import ConfigError, load_config
-from games.multi_run import MultiRunGame
-from games.one_run import OneRunGame
-from games.report import summarise_results
-from games.runner import run_experiment
-from mechanisms.randomized_response import RandomizedResponse
+from privgame.engine.config import ConfigError, load_config
+from privgame.engine.report import summarise_results
+from privgame.engine.runner import run_experiment
+from privgame.games._base import AnalysisSettings
+from privgame.games.bounds import bound_columns, check_threshold, estimator_labels, settings_problem
+from privgame.games.multi_run import MultiRunGame
+from privgame.games.one_run import OneRunGame
+from privgame.mechanisms.randomized_response import RandomizedResponse
 
 
 def test_threshold_rules_normalise_with_their_defaults():
@@ -104,7 +104,7 @@ def _one_run_outcome(m: int = 600, epsilon: float = 2.0):
 
 
 def _identity():
-    from attacks.identity import Identity
+    from privgame.attacks.identity import Identity
 
     return Identity()
 
@@ -141,7 +141,7 @@ def dataclass_replace(settings, **changes):
 
 
 def test_multi_run_default_estimator_is_the_games_own_bound_per_trial_and_pooled():
-    from mechanisms.gaussian import GaussianMechanism
+    from privgame.mechanisms.gaussian import GaussianMechanism
 
     game = MultiRunGame(runs=40, thresholds=20)
     mechanism = GaussianMechanism(sigma=0.5)
@@ -185,7 +185,7 @@ def test_a_run_reports_every_estimators_columns_and_unused_keys_keep_the_hash(wr
 
 
 def test_report_ladder_draws_every_estimator_and_writes_its_latex_table(write_config, tmp_path, capsys):
-    from games.cli import main
+    from privgame.engine.cli import main
 
     config = load_config(
         write_config({"analysis": {"estimators": ["steinke", "fdp"]}, "experiment": {"repetitions": 2}}, name="lad")
@@ -206,8 +206,8 @@ def test_report_ladder_draws_every_estimator_and_writes_its_latex_table(write_co
 def test_the_ladder_of_an_analysis_sweep_has_a_panel_per_setting(write_config, tmp_path, monkeypatch):
     import matplotlib.figure
 
-    from analysis.reporting import ladder_latex, plot_estimator_ladder
-    from games.report import ladder_context, summarise_results
+    from privgame.analysis.reporting import ladder_latex, plot_estimator_ladder
+    from privgame.engine.report import ladder_context, summarise_results
 
     analysis = {"estimators": ["steinke", "fdp"], "confidence": [0.9, 0.95], "delta": [0.0, 1e-5, 1e-4]}
     config = load_config(write_config({"analysis": analysis, "experiment": {"repetitions": 2}}, name="sw"))
@@ -232,7 +232,7 @@ def test_the_ladder_of_an_analysis_sweep_has_a_panel_per_setting(write_config, t
 
 
 def test_dry_run_times_a_trial_with_the_chosen_estimators(write_config, tmp_path):
-    from games.runner import dry_run
+    from privgame.engine.runner import dry_run
 
     config = load_config(write_config({"analysis": {"estimators": ["steinke", "fdp"]}}, name="dry"))
     plan = dry_run(config, tmp_path / "out")
@@ -242,14 +242,14 @@ def test_dry_run_times_a_trial_with_the_chosen_estimators(write_config, tmp_path
 # -- ceilings: the bound every guess right would give ---------------------------------------------------------
 def _all_right_outcome(m: int = 400):
     """A one-run outcome whose scores are the membership bits: every guess of every rule is right."""
-    from games._base import TrialOutcome
+    from privgame.games._base import TrialOutcome
 
     membership = np.random.default_rng(5).random(m) < 0.5
     return TrialOutcome(scores=membership.astype(np.float64), membership=membership)
 
 
 def _claims():
-    from mechanisms.gaussian import GaussianMechanism
+    from privgame.mechanisms.gaussian import GaussianMechanism
 
     return {"pure": RandomizedResponse(2.0).privacy_claim(), "gaussian": GaussianMechanism(sigma=0.5).privacy_claim()}
 
@@ -278,9 +278,9 @@ def test_a_trial_with_every_guess_right_is_at_its_ceiling(family, names, thresho
 
 
 def test_the_ceiling_is_the_bound_at_v_equal_r_and_is_remembered(monkeypatch):
-    import analysis.estimators
-    from analysis.estimators import bound_from_counts, resolve_estimators
-    from games import bounds
+    import privgame.analysis.estimators
+    from privgame.analysis.estimators import bound_from_counts, resolve_estimators
+    from privgame.games import bounds
 
     for family, claim in _claims().items():
         names = ("steinke", "fdp", "order_stats")
@@ -288,7 +288,7 @@ def test_the_ceiling_is_the_bound_at_v_equal_r_and_is_remembered(monkeypatch):
             expected = bound_from_counts(e, 1000, 60, 60, confidence=0.95, delta=1e-5)
             assert bounds.ceiling(e, 1000, 60, confidence=0.95, delta=1e-5) == expected > 0.0, (family, e.label)
     calls = []
-    monkeypatch.setattr(analysis.estimators, "bound_from_counts", lambda *a, **k: calls.append(a) or 1.5)
+    monkeypatch.setattr(privgame.analysis.estimators, "bound_from_counts", lambda *a, **k: calls.append(a) or 1.5)
     again = resolve_estimators(("order_stats",), _claims()["gaussian"], delta=1e-5, has_runs=False, dependence=None)
     # an estimator resolved anew (its family a new object) with the same numbers is answered from the memo
     assert bounds.ceiling(again[0], 1000, 60, confidence=0.95, delta=1e-5) != 1.5 and calls == []
@@ -296,8 +296,8 @@ def test_the_ceiling_is_the_bound_at_v_equal_r_and_is_remembered(monkeypatch):
 
 
 def test_pld_families_with_the_same_q_and_t_share_a_key_and_others_do_not():
-    from analysis.families import dpsgd_family
-    from games.bounds import _family_key
+    from privgame.analysis.families import dpsgd_family
+    from privgame.games.bounds import _family_key
 
     a, b = (dpsgd_family(0.1, 500, delta=1e-5) for _ in range(2))
     assert a != b and _family_key(a) == _family_key(b)  # new partials: unequal objects, equal parameters
@@ -306,8 +306,8 @@ def test_pld_families_with_the_same_q_and_t_share_a_key_and_others_do_not():
 
 
 def test_ceiling_errors_and_edges():
-    from analysis.estimators import Estimator
-    from games.bounds import ceiling
+    from privgame.analysis.estimators import Estimator
+    from privgame.games.bounds import ceiling
 
     steinke = Estimator("steinke", "steinke")
     assert ceiling(steinke, 100, 0, confidence=0.95, delta=0.0) == 0.0  # no guess, no bound
@@ -342,7 +342,7 @@ def _rows(bounds: list[float], ceilings: list[float]):
     ],
 )
 def test_a_median_bound_within_one_percent_of_the_median_ceiling_is_marked(bounds, ceilings, at):
-    from games.bounds import summary_columns
+    from privgame.games.bounds import summary_columns
 
     out = summary_columns(_rows(bounds, ceilings), analytic=4.0)
     assert out["steinke.at_ceiling"] is at
@@ -353,7 +353,7 @@ def test_a_median_bound_within_one_percent_of_the_median_ceiling_is_marked(bound
 def test_rows_stored_before_ceilings_summarise_without_them():
     import pandas as pd
 
-    from games.bounds import summary_columns
+    from privgame.games.bounds import summary_columns
 
     out = summary_columns(pd.DataFrame({"steinke.epsilon_lb": [1.0, 2.0]}), analytic=4.0)
     assert out["steinke.epsilon_lb_median"] == 1.5
@@ -361,7 +361,7 @@ def test_rows_stored_before_ceilings_summarise_without_them():
 
 
 def test_multi_run_estimators_get_no_ceiling():
-    from mechanisms.gaussian import GaussianMechanism
+    from privgame.mechanisms.gaussian import GaussianMechanism
 
     game = MultiRunGame(runs=40, thresholds=20)
     mechanism = GaussianMechanism(sigma=0.5)
@@ -376,8 +376,8 @@ def test_the_games_own_bound_gets_its_ceiling_when_summarised():
     summarised from them; rows stored before ceilings existed get none."""
     import pandas as pd
 
-    from analysis.one_run import epsilon_lower_bound
-    from games.bounds import default_ceiling_columns, top_k_ceiling
+    from privgame.analysis.one_run import epsilon_lower_bound
+    from privgame.games.bounds import default_ceiling_columns, top_k_ceiling
 
     top = epsilon_lower_bound(500, 50, 50, delta=1e-5, confidence=0.95)
     assert top == pytest.approx(2.771, abs=1e-3)  # 50 guesses, all right: 0.95 ** (1 / 50) = e^ε / (1 + e^ε)
@@ -390,7 +390,7 @@ def test_the_games_own_bound_gets_its_ceiling_when_summarised():
 
 
 def test_reanalysing_with_the_stored_settings_reproduces_the_ceilings(write_config, tmp_path):
-    from games.reanalyse import reanalyse
+    from privgame.engine.reanalyse import reanalyse
 
     analysis = {"estimators": ["steinke", "fdp", "order_stats"], "threshold": "bonferroni"}
     config = load_config(write_config({"analysis": analysis, "experiment": {"repetitions": 2}}, name="re"))

@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from analysis.accounting import PrivacyClaim, randomized_response_claim
-from games.config import ConfigError, load_config
-from games.registry import MECHANISMS
-from games.report import summarise_results
-from games.runner import run_experiment
-from mechanisms import RandomizedResponse
-from mechanisms._base import Mechanism
-from mechanisms.dpsgd.blackbox import DPSGDBlackBox
-from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
+from privgame.analysis.accounting import PrivacyClaim, randomized_response_claim
+from privgame.engine.config import ConfigError, load_config
+from privgame.engine.registry import MECHANISMS
+from privgame.engine.report import summarise_results
+from privgame.engine.runner import run_experiment
+from privgame.mechanisms import RandomizedResponse
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.dpsgd.blackbox import DPSGDBlackBox
+from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ def test_on_independent_canaries_it_runs_and_is_steinkes_bound_at_delta_zero(wri
 
 
 def test_reanalysis_refuses_it_for_dependent_canaries_and_takes_the_flag(write_config, tmp_path, capsys):
-    from games.cli import main
+    from privgame.engine.cli import main
 
     overrides = {"experiment": {"repetitions": 2}, "mechanism": {"name": "test-shared-coin-response", "epsilon": 1.0}}
     store = run_experiment(load_config(write_config(overrides)), tmp_path / "out", progress=False)

@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.cache import ArtefactCache
-from attacks import Identity
-from attacks.lira import LiRA
-from games._base import AnalysisSettings, TrialContext
-from games.lira import LiRAGame, lira_masks
-from mechanisms import RandomizedResponse
-from mechanisms.training import GradientBoostedTrees, LogisticRegressionClassifier
+from privgame.attacks import Identity
+from privgame.attacks.lira import LiRA
+from privgame.core.cache import ArtefactCache
+from privgame.games._base import AnalysisSettings, TrialContext
+from privgame.games.lira import LiRAGame, lira_masks
+from privgame.mechanisms import RandomizedResponse
+from privgame.mechanisms.training import GradientBoostedTrees, LogisticRegressionClassifier
 
 SEED = np.random.SeedSequence(2112, spawn_key=(0, 0))
 SMALL: dict[str, Any] = {"pool_size": 300, "n_boot": 50}
@@ -177,7 +177,7 @@ def test_report_csv_has_every_column_the_issue_names_and_the_plot_is_a_roc(tmp_p
 
     import pandas as pd
 
-    from games.cli import main
+    from privgame.engine.cli import main
 
     config = tmp_path / "lira.toml"
     config.write_text(
@@ -206,9 +206,10 @@ def test_report_csv_has_every_column_the_issue_names_and_the_plot_is_a_roc(tmp_p
 
 def test_rmia_plays_on_the_same_models_and_scores_what_the_confidences_give():
     """RMIA in the efficient evaluation: the same M models (the confidences are LiRA's, bit for bit), the scores of
-    :func:`attacks.rmia.leave_one_out_rmia` on them, no finite-population factor, and members above non-members."""
-    from analysis.calibration import pooled_auc
-    from attacks.rmia import RMIA, leave_one_out_rmia
+    :func:`privgame.attacks.rmia.leave_one_out_rmia` on them, no finite-population factor, and members above
+    non-members."""
+    from privgame.analysis.calibration import pooled_auc
+    from privgame.attacks.rmia import RMIA, leave_one_out_rmia
 
     game = LiRAGame(**SMALL, n_models=8)
     lira = game.play(MODEL, LiRA(), seed=SEED)
@@ -225,8 +226,8 @@ def test_rmia_plays_on_the_same_models_and_scores_what_the_confidences_give():
 
 
 def test_rmia_is_refused_where_no_reference_models_are_given_and_with_too_few_models():
-    from attacks.rmia import RMIA
-    from games.record import TraditionalRecordGame
+    from privgame.attacks.rmia import RMIA
+    from privgame.games.record import TraditionalRecordGame
 
     reason = TraditionalRecordGame().incompatibility(MODEL, RMIA())
     assert reason is not None and "needs models knowledge" in reason and "lira" in reason

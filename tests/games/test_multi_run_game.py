@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from attacks import Identity, NegativeLoss
-from games import AnalysisSettings, MultiRunGame, TrialOutcome
-from games.testing import check_component
-from mechanisms import GaussianMechanism, RandomizedResponse
-from mechanisms._base import check_runs
+from privgame.attacks import Identity, NegativeLoss
+from privgame.engine.testing import check_component
+from privgame.games import AnalysisSettings, MultiRunGame, TrialOutcome
+from privgame.mechanisms import GaussianMechanism, RandomizedResponse
+from privgame.mechanisms._base import check_runs
 
 SEED = np.random.SeedSequence(321, spawn_key=(0, 2))
 
@@ -57,7 +57,7 @@ def test_runs_are_independent_releases_of_one_canary():
     game = MultiRunGame(runs=6)
     mech = GaussianMechanism(sigma=1.0)
     outcome = game.play(mech, Identity(), seed=SEED)
-    from games._base import role_seeds
+    from privgame.games._base import role_seeds
 
     children = role_seeds(SEED, 3)[1].spawn(6)
     expected = [
@@ -182,7 +182,7 @@ def test_data_incompatibility():
     reason = MultiRunGame(data="digits").incompatibility(RandomizedResponse(epsilon=1.0), Identity())
     assert reason is not None and "game.data must be omitted" in reason
     pytest.importorskip("torch")
-    from mechanisms.dpsgd.blackbox import DPSGDBlackBox
+    from privgame.mechanisms.dpsgd.blackbox import DPSGDBlackBox
 
     reason = MultiRunGame().incompatibility(DPSGDBlackBox(noise_multiplier=1.0), NegativeLoss())
     assert reason is not None and "game 'multi-run' needs data" in reason
@@ -194,9 +194,9 @@ def test_runs_share_the_rows_and_canary_with_their_own_bit():
     """Run j of a canary-dataset mechanism is its release on (bit_j, the game's rows, the one canary), with the
     j-th child of the mechanism stream, equal to the batched pass."""
     pytest.importorskip("torch")
-    from games._base import role_seeds
-    from games.datasets.canaries import canary_data
-    from mechanisms.dpsgd.blackbox import DPSGDBlackBox
+    from privgame.data.canaries import canary_data
+    from privgame.games._base import role_seeds
+    from privgame.mechanisms.dpsgd.blackbox import DPSGDBlackBox
 
     game = MultiRunGame(runs=4, data="digits", train_rows=80, canary="mislabel", canary_seed=2)
     mech = DPSGDBlackBox(noise_multiplier=1.0, steps=3, sampling_rate=0.5)

@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.one_run import epsilon_lower_bound
-from attacks import Identity
-from games import AnalysisSettings, OneRunGame, TrialOutcome
-from games.datasets import load_digits
-from games.datasets.canaries import canary_data
-from games.testing import check_component
-from mechanisms import GaussianMechanism, RandomizedResponse
-from mechanisms.training.canaries import CanaryMechanism, as_canary_data
+from privgame.analysis.one_run import epsilon_lower_bound
+from privgame.attacks import Identity
+from privgame.data import load_digits
+from privgame.data.canaries import canary_data
+from privgame.engine.testing import check_component
+from privgame.games import AnalysisSettings, OneRunGame, TrialOutcome
+from privgame.mechanisms import GaussianMechanism, RandomizedResponse
+from privgame.mechanisms.training.canaries import CanaryMechanism, as_canary_data
 
 SEED = np.random.SeedSequence(123, spawn_key=(0, 4))
 
@@ -251,7 +251,11 @@ def test_incompatibility_names_the_data_fields():
         (bits_game, RowSums(), r"mechanism 'test-row-sums' trains on the game's data: game 'one-run' needs data"),
         (data_game, RowSums(), r"trains on canary examples: game 'one-run' needs canary \(one of mislabel, ood\)"),
         (with_canaries, GradientSums(), r"takes no canary examples .*: game\.canary must be omitted .*'mislabel'"),
-        (data_game, Unmarked(epsilon=1.0), r"takes 'canary-dataset' but is no mechanisms\.training\.canaries\."),
+        (
+            data_game,
+            Unmarked(epsilon=1.0),
+            r"takes 'canary-dataset' but is no privgame\.mechanisms\.training\.canaries\.",
+        ),
     ]
     for game, mechanism, message in cases:
         reason = game.incompatibility(mechanism, Identity())
@@ -322,8 +326,8 @@ def test_ood_canaries_are_uniform_noise_with_random_labels():
 
 
 def test_compas_rows_and_canaries():
-    from games.datasets.canaries import data_shape
-    from games.datasets.features import model_arrays
+    from privgame.data.canaries import data_shape
+    from privgame.data.features import model_arrays
 
     arrays = model_arrays("compas")
     records, features, classes = data_shape("compas")
@@ -365,8 +369,8 @@ def test_golden_dpsgd_whitebox_row_is_the_pre_port_codes(stored_trial):
 
 def test_same_seed_same_stored_numbers_for_a_blackbox_config(tmp_path):
     pytest.importorskip("torch")
-    from games.config import parse_config
-    from games.runner import run_experiment
+    from privgame.engine.config import parse_config
+    from privgame.engine.runner import run_experiment
 
     sections = {
         "experiment": {"name": "bb", "seed": 11, "repetitions": 2},

@@ -14,16 +14,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cache import ArtefactCache
-from attacks.classifier import ClassifierMIA, LabelledExamples
-from games.config import ConfigError, load_config, parse_config
-from games.panoramia import PanoramiaGame
-from games.runner import run_experiment
-from games.store import drop_timings
-from mechanisms._base import Mechanism
-from mechanisms.training.models import TrainedModel
-from mechanisms.training.release import ModelRelease
-from mechanisms.training.trees import GradientBoostedTrees
+from privgame.attacks.classifier import ClassifierMIA, LabelledExamples
+from privgame.core.cache import ArtefactCache
+from privgame.engine.config import ConfigError, load_config, parse_config
+from privgame.engine.runner import run_experiment
+from privgame.engine.store import drop_timings
+from privgame.games.panoramia import PanoramiaGame
+from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.training.models import TrainedModel
+from privgame.mechanisms.training.release import ModelRelease
+from privgame.mechanisms.training.trees import GradientBoostedTrees
 
 SMALL = {
     "data": "adult",
@@ -128,7 +128,7 @@ def _game(**changes: Any) -> tuple[PanoramiaGame, ClassifierMIA]:
 def numbered_rows(monkeypatch):
     """Generated rows made unique, and unlike any real row (Adult's rows repeat, and Synthpop copies values), so
     that each one can be followed: its fnlwgt is 13,000 + 100 i."""
-    from mechanisms.synth.synthpop import Synthpop
+    from privgame.mechanisms.synth.synthpop import Synthpop
 
     synthesise = Synthpop.release
 
@@ -181,7 +181,7 @@ def test_the_helper_never_sees_an_audit_non_member_and_test_parts_are_held_out(m
 
 
 def game_mechanism() -> Any:
-    from mechanisms.training.models import LogisticRegressionClassifier
+    from privgame.mechanisms.training.models import LogisticRegressionClassifier
 
     return LogisticRegressionClassifier(epochs=5)
 
@@ -198,8 +198,8 @@ def test_a_target_that_ignores_its_data_shows_no_leakage():
 
 
 def test_a_target_that_memorises_its_data_reaches_the_ceiling_for_that_m(numbered_rows):
-    from analysis.panoramia import measure
-    from analysis.thresholds import Bonferroni
+    from privgame.analysis.panoramia import measure
+    from privgame.analysis.thresholds import Bonferroni
 
     game, attack = _game()
     seed = _seed()
@@ -219,7 +219,7 @@ def test_a_target_that_memorises_its_data_reaches_the_ceiling_for_that_m(numbere
 
 
 def _settings() -> Any:
-    from games._base import AnalysisSettings
+    from privgame.games._base import AnalysisSettings
 
     return AnalysisSettings(confidence=0.95, delta=1e-5)
 
@@ -233,10 +233,10 @@ def test_n_jobs_1_and_2_identical_and_the_report_has_the_columns(tmp_path):
     two = run_experiment(config, tmp_path / "two", progress=False, n_jobs=2).rows()
     cut = lambda rows: rows.pipe(drop_timings)  # noqa: E731
     pd.testing.assert_frame_equal(cut(one), cut(two))
-    from games.report import summarise_results
+    from privgame.engine.report import summarise_results
 
     summary, swept = summarise_results(str(tmp_path / "one"))
-    from games.report import plot_results
+    from privgame.engine.report import plot_results
 
     figure = plot_results(str(tmp_path / "one"), summary, swept, tmp_path / "p.png")
     assert figure.stat().st_size > 0  # the five measurements side by side (no analytic ε to plot against)
@@ -255,9 +255,9 @@ def test_n_jobs_1_and_2_identical_and_the_report_has_the_columns(tmp_path):
 def test_report_curves_draws_each_grid_points_median_trial(tmp_path, capsys):
     """``privgame report --curves``: one figure per grid point (FILE-p<index>), of the trial with the median ε̃; a
     file that is not .png or .pdf, and a game without per-trial curves, are refused in one line."""
-    from games.cli import main
-    from games.report import plot_trial_curves
-    from games.store import StoreError
+    from privgame.engine.cli import main
+    from privgame.engine.report import plot_trial_curves
+    from privgame.engine.store import StoreError
 
     data = sections()
     data["experiment"]["repetitions"] = 1
@@ -280,7 +280,7 @@ def test_report_curves_draws_each_grid_points_median_trial(tmp_path, capsys):
 
 
 def test_changing_only_the_classifier_reuses_the_cached_target(tmp_path, monkeypatch):
-    from mechanisms.training.models import LogisticRegressionClassifier
+    from privgame.mechanisms.training.models import LogisticRegressionClassifier
 
     trained = []
     original = LogisticRegressionClassifier.train
@@ -361,12 +361,12 @@ def test_bad_inputs_are_refused_in_one_line_before_training(change, message):
 
 
 def test_a_generator_that_cannot_take_the_columns_is_refused(monkeypatch):
-    from mechanisms.synth.synthpop import Synthpop
+    from privgame.mechanisms.synth.synthpop import Synthpop
 
     def refuse(self, data, *, rng):
         raise ValueError("column 'education' has too many categories")
 
-    from games.panoramia import _generator_problem
+    from privgame.games.panoramia import _generator_problem
 
     monkeypatch.setattr(Synthpop, "release", refuse)
     _generator_problem.cache_clear()  # the answer is kept per (generator, data)
@@ -430,7 +430,7 @@ def test_an_image_audit_is_the_same_in_the_workers_as_in_the_parent(tmp_path, mo
     "worker stopped" warning and a second start-up per worker."""
     import warnings
 
-    from games import runner
+    from privgame.engine import runner
 
     data = sections(**DIGITS)
     data["experiment"]["repetitions"] = 4  # two trials per worker: the guard acts between a worker's tasks
@@ -525,7 +525,7 @@ class _PopulationSampler(Mechanism):
     n_rows: int | None = None
 
     def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
-        from games.datasets.features import population_table
+        from privgame.data.features import population_table
 
         population = population_table("adult")
         rows = rng.integers(0, len(population), size=self.n_rows or len(data))
@@ -577,8 +577,8 @@ class _JunkMixture(Mechanism):
         return -float(np.log1p(-self.junk))
 
     def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
-        from games.datasets import public_domain
-        from games.datasets.features import population_table
+        from privgame.data import public_domain
+        from privgame.data.features import population_table
 
         population = population_table("adult")
         n = self.n_rows or len(data)
@@ -610,9 +610,9 @@ def test_the_games_bounds_keep_their_promise_where_c_is_known_and_positive():
 
     from scipy.stats import binomtest
 
-    from analysis.panoramia import measure
-    from analysis.thresholds import Bonferroni
-    from games._base import AnalysisSettings
+    from privgame.analysis.panoramia import measure
+    from privgame.analysis.thresholds import Bonferroni
+    from privgame.games._base import AnalysisSettings
 
     game, attack = _game(m=1000, o1_candidates=0)
     generator = _JunkMixture()

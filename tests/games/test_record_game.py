@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cache import ArtefactCache
-from attacks import ClosestDistance, CountingQueries, ExactCopies
-from games._base import AnalysisSettings, TrialContext
-from games.config import ConfigError, load_config
-from games.record import ModelSeededRecordGame, RecordGames, TraditionalRecordGame, record_setup
-from games.runner import run_experiment
-from games.store import ResultsStore, drop_timings
+from privgame.attacks import ClosestDistance, CountingQueries, ExactCopies
+from privgame.core.cache import ArtefactCache
+from privgame.engine.config import ConfigError, load_config
+from privgame.engine.runner import run_experiment
+from privgame.engine.store import ResultsStore, drop_timings
+from privgame.games._base import AnalysisSettings, TrialContext
+from privgame.games.record import ModelSeededRecordGame, RecordGames, TraditionalRecordGame, record_setup
 
-PLUGINS = Path(__file__).parent / "plugins"
+PLUGINS = Path(__file__).parents[1] / "plugins"
 sys.path.insert(0, str(PLUGINS))
 from known_risk_mechanisms import CopyTable, IgnoreInput  # noqa: E402  (importing registers nothing)
 
@@ -29,7 +29,7 @@ from known_risk_mechanisms import CopyTable, IgnoreInput  # noqa: E402  (importi
 @pytest.fixture(scope="module", autouse=True)
 def _plugin_registered():
     """The config plugin registers the test mechanisms; keep them registered for this module only."""
-    from games.registry import MECHANISMS
+    from privgame.engine.registry import MECHANISMS
 
     __import__("record_test_mechanisms")
     for cls in (CopyTable, IgnoreInput):
@@ -224,7 +224,17 @@ def test_resume_after_sigkill_mid_target_repeats_no_cached_generator_run(tmp_pat
     log, cache_dir, out = tmp_path / "calls.log", tmp_path / "cache", tmp_path / "out"
     path = _quick_config(tmp_path, log, sleep=0.05)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "games.cli", "run", str(path), "--out", str(out), "--cache-dir", str(cache_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "privgame.engine.cli",
+        "run",
+        str(path),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache_dir),
+    ]
     proc = subprocess.Popen([*cmd, "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # kill in the middle of the first target's 20 + 2 × 20 runs
@@ -394,9 +404,9 @@ def test_one_run_game_refuses_an_attack_that_needs_auxiliary_data():
     from dataclasses import dataclass
     from typing import ClassVar
 
-    from attacks import Identity
-    from games.one_run import OneRunGame
-    from mechanisms import RandomizedResponse
+    from privgame.attacks import Identity
+    from privgame.games.one_run import OneRunGame
+    from privgame.mechanisms import RandomizedResponse
 
     @dataclass(frozen=True, slots=True)
     class ShadowIdentity(Identity):
@@ -417,7 +427,7 @@ def test_results_store_reports_records(tmp_path):
 
 
 def test_cli_run_report_records_and_plot(tmp_path, capsys):
-    from games.cli import main
+    from privgame.engine.cli import main
 
     path = _quick_config(tmp_path, tmp_path / "log")
     out = tmp_path / "out"
@@ -446,7 +456,7 @@ def test_cli_run_report_records_and_plot(tmp_path, capsys):
 
 
 def test_cli_records_of_a_non_record_game_and_bad_cache_dir(tmp_path, capsys, write_config):
-    from games.cli import main
+    from privgame.engine.cli import main
 
     config = write_config()
     out = tmp_path / "one"
@@ -462,8 +472,8 @@ def test_cli_records_of_a_non_record_game_and_bad_cache_dir(tmp_path, capsys, wr
 
 
 def test_the_attack_generator_does_not_reveal_the_game_seed():
-    from games._base import keyed_seed
-    from games.record import _opaque_rng
+    from privgame.games._base import keyed_seed
+    from privgame.games.record import _opaque_rng
 
     seed = keyed_seed(2025, 0xA7, 17)
     rng = _opaque_rng(seed)
@@ -484,7 +494,7 @@ def test_the_attack_generator_does_not_reveal_the_game_seed():
 
 
 def test_add_remove_shadows_match_the_game_and_the_pair_refuses_it():
-    from attacks.shadow import shadow_dataset
+    from privgame.attacks.shadow import shadow_dataset
 
     game = ModelSeededRecordGame(**SMALL, neighbours="add-remove")
     setup = game.setup(SEED)
@@ -497,7 +507,7 @@ def test_add_remove_shadows_match_the_game_and_the_pair_refuses_it():
 
 
 def test_a_split_with_an_empty_side_gives_the_zero_bound():
-    from games.record import _record_bound
+    from privgame.games.record import _record_bound
 
     scores, labels = np.array([0.1, 0.9]), np.array([False, True])
     bounds = {_record_bound(scores, labels, 0.95, 0.0, s) for s in range(40)}
@@ -519,7 +529,7 @@ def test_summary_has_a_family_wise_bound_and_stale_progress_is_cleared(tmp_path)
     (out / "progress" / "trial-000001.json").write_text('{"done": 99}')  # as a killed run leaves it
     run_experiment(config, out, progress=False)  # resuming: nothing to play
     assert not list((out / "progress").glob("*.json"))
-    from games.report import summarise_results
+    from privgame.engine.report import summarise_results
 
     summary, _ = summarise_results(str(out))
     assert {"epsilon_lb_traditional", "epsilon_lb_model_seeded"} <= set(summary)
@@ -529,8 +539,8 @@ def test_summary_has_a_family_wise_bound_and_stale_progress_is_cleared(tmp_path)
 
 def _synthetic_record_outcome(record: int, rounds: int, signal: float, rng: np.random.Generator):
     """A record-game outcome of ``rounds`` rounds per game with Gaussian scores shifted by ``signal`` when IN."""
-    from games._base import TrialOutcome
-    from games.record import SELECTIONS
+    from privgame.games._base import TrialOutcome
+    from privgame.games.record import SELECTIONS
 
     labels = np.concatenate([rng.permutation(np.arange(rounds) < rounds // 2) for _ in range(2)])
     scores = rng.standard_normal(2 * rounds) + signal * labels
@@ -553,7 +563,7 @@ def test_the_summary_bound_is_the_largest_per_record_bound_at_beta_over_m():
     """The summary's ε_lb (each record's bound at β/M, the largest) uses each record's own split, so it never
     exceeds the largest per-record bound (at β): they used different random splits before, and a summary of 1.63
     stood beside a per-record maximum of 1.41."""
-    from games.record import GAMES_PLAYED, _record_bound, _split_seed
+    from privgame.games.record import GAMES_PLAYED, _record_bound, _split_seed
 
     game = RecordGames(**{**SMALL, "rounds": 200, "n_boot": 40})
     settings = AnalysisSettings(confidence=0.95, delta=0.0)

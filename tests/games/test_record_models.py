@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from attacks.lira import LiRA
-from games._base import AnalysisSettings, TrialContext
-from games.record import ModelSeededRecordGame, RecordGames
-from mechanisms.training import LogisticRegressionClassifier, TrainingData
-from mechanisms.training.models import TrainedModel
+from privgame.attacks.lira import LiRA
+from privgame.games._base import AnalysisSettings, TrialContext
+from privgame.games.record import ModelSeededRecordGame, RecordGames
+from privgame.mechanisms.training import LogisticRegressionClassifier, TrainingData
+from privgame.mechanisms.training.models import TrainedModel
 
 SMALL: dict[str, Any] = {
     "dataset_size": 60,
@@ -65,7 +65,7 @@ def test_every_training_set_has_the_public_size_and_the_worlds_hold_the_target_o
 
 
 def test_a_model_game_refuses_columns_and_a_table_attack():
-    from attacks import ClosestDistance
+    from privgame.attacks import ClosestDistance
 
     game = RecordGames(**SMALL, columns=("age", "sex", "income"))
     assert "columns must be left out for a trained model" in str(
@@ -76,7 +76,7 @@ def test_a_model_game_refuses_columns_and_a_table_attack():
 
 
 def test_rounds_and_shadows_of_a_model_go_through_the_cache(tmp_path):
-    from analysis.cache import ArtefactCache
+    from privgame.core.cache import ArtefactCache
 
     cache = ArtefactCache(tmp_path)
     game = ModelSeededRecordGame(**SMALL)

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attacks import CountingQueries
-from games import AnalysisSettings
-from games._base import TrialContext
-from games.record import ModelSeededRecordGame
-from mechanisms.synth import PrivBayes
+from privgame.attacks import CountingQueries
+from privgame.games import AnalysisSettings
+from privgame.games._base import TrialContext
+from privgame.games.record import ModelSeededRecordGame
+from privgame.mechanisms.synth import PrivBayes
 
 R = 120
 EPSILON = 2.0

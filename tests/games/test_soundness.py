@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attacks import Identity
-from games import AnalysisSettings, OneRunGame
-from mechanisms import GaussianMechanism, RandomizedResponse
+from privgame.attacks import Identity
+from privgame.games import AnalysisSettings, OneRunGame
+from privgame.mechanisms import GaussianMechanism, RandomizedResponse
 
 R = 600
 

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from games.cli import main
-from games.validity import (
+from privgame.engine.cli import main
+from privgame.games.validity import (
     ESTIMATORS,
     FORCED,
     INVALID_ESTIMATORS,
@@ -113,10 +113,10 @@ def test_the_dpsgd_scenario_and_its_pld_estimator():
 def test_the_pld_violation_check_is_the_full_audits():
     """The bound exceeds the truth exactly when the true curve is rejected: the cheap check equals the search (the
     f-DP audit's and the order-statistics audit's)."""
-    from analysis import fdp, order_stats
-    from analysis.families import family_for_claim
-    from analysis.thresholds import Bonferroni, Explicit
-    from games.validity import _order_stats_pld_violates, _pld_violates
+    from privgame.analysis import fdp, order_stats
+    from privgame.analysis.families import family_for_claim
+    from privgame.analysis.thresholds import Bonferroni, Explicit
+    from privgame.games.validity import _order_stats_pld_violates, _pld_violates
 
     scenario = {s.name: s for s in default_scenarios()}["dpsgd q=0.5 T=4 sigma=0.8"]
     claim = scenario.mechanism.privacy_claim()
@@ -146,7 +146,7 @@ def test_the_pld_violation_check_is_the_full_audits():
 def test_order_stats_rows_run_on_product_models_only_and_are_forced_on_dependent_canaries():
     import dataclasses
 
-    from games.validity import _plan
+    from privgame.games.validity import _plan
 
     # which strategies each estimator plays where (no audit run)
     plans = {(s.name, n): _plan(s, n, spec) for s in default_scenarios() for n, spec in ESTIMATORS.items()}
@@ -188,7 +188,7 @@ def test_order_stats_rows_run_on_product_models_only_and_are_forced_on_dependent
 
 
 def test_dependent_mechanisms_declare_why():
-    from games.testing import check_component
+    from privgame.engine.testing import check_component
 
     for mech in (SharedMagnitudeGaussian(), BlockReveal()):
         assert isinstance(mech.canary_dependence, str) and mech.canary_dependence.strip()
@@ -204,7 +204,7 @@ def test_shared_magnitude_is_exactly_1_gdp_per_canary():
     thresholds c on Y_i, and each (α(c), β(c)) lies on G_1 (to quadrature accuracy)."""
     from scipy import integrate, special, stats
 
-    from analysis.tradeoff import GaussianCurve
+    from privgame.analysis.tradeoff import GaussianCurve
 
     mu = 1.0
 
@@ -285,8 +285,8 @@ def test_block_reveal_arithmetic_against_the_four_atoms():
     revealed with probability π = 0.5, is read as twenty independent rare events), so the forced audit reports
     ε > 0 at 0.95 and at 0.7; Steinke's bound pays 2mδ = 20 and reports 0.  With m = 10⁵ and blocks of 10 (π = 0.1),
     the issue's figure: ε >= 0.90 with probability 0.10."""
-    from analysis import one_run, order_stats
-    from analysis.tradeoff import PureDPCurve
+    from privgame.analysis import one_run, order_stats
+    from privgame.analysis.tradeoff import PureDPCurve
 
     assert order_stats.p_value(PureDPCurve(0.0, 1e-5), 1_000_000, 20, 20) == pytest.approx(0.01333, abs=1e-5)
     assert order_stats.epsilon_lower_bound(1_000_000, 20, 20, family="pure", delta=1e-5, confidence=0.7).epsilon > 0

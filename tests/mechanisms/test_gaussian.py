@@ -1,4 +1,4 @@
-"""Tests of mechanisms.gaussian.GaussianMechanism."""
+"""Tests of privgame.mechanisms.gaussian.GaussianMechanism."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.accounting import NeighbouringRelation, PrivacyClaim
-from mechanisms.gaussian import GaussianMechanism
+from privgame.analysis.accounting import NeighbouringRelation, PrivacyClaim
+from privgame.mechanisms.gaussian import GaussianMechanism
 
 SIGMAS = [0.5, 1.0, 2.0]
 

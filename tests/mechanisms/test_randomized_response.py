@@ -1,4 +1,4 @@
-"""Tests of mechanisms.randomized_response.RandomizedResponse."""
+"""Tests of privgame.mechanisms.randomized_response.RandomizedResponse."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from dp_accounting.pld import pld_privacy_accountant
 from scipy import stats
 
-from analysis.accounting import NeighbouringRelation, PrivacyClaim
-from mechanisms.randomized_response import RandomizedResponse
+from privgame.analysis.accounting import NeighbouringRelation, PrivacyClaim
+from privgame.mechanisms.randomized_response import RandomizedResponse
 
 EPSILONS = [0.5, 1.0, 2.0, 4.0, 8.0]
 

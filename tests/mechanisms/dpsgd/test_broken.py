@@ -8,10 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from analysis.accounting import dpsgd_claim  # noqa: E402
-from games.datasets.canaries import canary_data  # noqa: E402
-from mechanisms.dpsgd.broken import FLAWS, DPSGDBroken  # noqa: E402
-from mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
+from privgame.analysis.accounting import dpsgd_claim  # noqa: E402
+from privgame.data.canaries import canary_data  # noqa: E402
+from privgame.mechanisms.dpsgd.broken import FLAWS, DPSGDBroken  # noqa: E402
+from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
 
 MLP = "torch_factories:two_layer_mlp"  # 64 → 16 → 10 on the digits: 1,210 coordinates
 _N, _Q, _T, _SIGMA, _LR, _M = 100, 0.1, 20, 0.5, 0.5, 1000

@@ -8,12 +8,12 @@ from scipy import stats
 
 torch = pytest.importorskip("torch")
 
-from attacks import NegativeLoss  # noqa: E402
-from games.datasets.canaries import canary_data  # noqa: E402
-from mechanisms.dpsgd.blackbox import DPSGDBlackBox  # noqa: E402
-from mechanisms.dpsgd.classifier import DPSGDClassifier  # noqa: E402
-from mechanisms.training.canaries import CanaryData, CanaryModelRelease  # noqa: E402
-from mechanisms.training.release import NetworkRelease  # noqa: E402
+from privgame.attacks import NegativeLoss  # noqa: E402
+from privgame.data.canaries import canary_data  # noqa: E402
+from privgame.mechanisms.dpsgd.blackbox import DPSGDBlackBox  # noqa: E402
+from privgame.mechanisms.dpsgd.classifier import DPSGDClassifier  # noqa: E402
+from privgame.mechanisms.training.canaries import CanaryData, CanaryModelRelease  # noqa: E402
+from privgame.mechanisms.training.release import NetworkRelease  # noqa: E402
 
 
 def digits(bits, train_rows=100, canary="ood", canary_seed=0):
@@ -40,7 +40,9 @@ def test_needs_canary_examples():
     mech = DPSGDBlackBox(noise_multiplier=1.0, steps=2)
     with pytest.raises(ValueError, match="data must carry canary examples"):
         mech.release(digits(np.zeros(10, dtype=bool), canary=None), rng=np.random.default_rng(0))
-    with pytest.raises(TypeError, match=r"data must be a mechanisms\.training\.canaries\.CanaryData, got ndarray"):
+    with pytest.raises(
+        TypeError, match=r"data must be a privgame\.mechanisms\.training\.canaries\.CanaryData, got ndarray"
+    ):
         mech.release(np.zeros(10, dtype=bool), rng=np.random.default_rng(0))
 
 
@@ -143,7 +145,7 @@ def test_canary_data_validation_names_the_field():
         CanaryData(np.zeros(0, dtype=bool), rows)
     with pytest.raises(ValueError, match="membership must hold only 0/1"):
         CanaryData(np.array([0, 2]), rows)
-    with pytest.raises(TypeError, match=r"rows must be a mechanisms\.training\.TrainingData, got ndarray"):
+    with pytest.raises(TypeError, match=r"rows must be a privgame\.mechanisms\.training\.TrainingData, got ndarray"):
         CanaryData(np.zeros(3, dtype=bool), x)
     with pytest.raises(ValueError, match="rows must include every record"):
         CanaryData(np.zeros(3, dtype=bool), rows.with_include(np.arange(len(rows)) < 5))

@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from analysis import accounting
-from analysis.cache import make_key
-from mechanisms.dpsgd.blackbox import DPSGDBlackBox
-from mechanisms.dpsgd.whitebox import DPSGDWhiteBox
+from privgame.analysis import accounting
+from privgame.core.cache import make_key
+from privgame.mechanisms.dpsgd.blackbox import DPSGDBlackBox
+from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
         seen.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("mechanisms.dpsgd.parameters.dpsgd_noise_multiplier", spy)
+    monkeypatch.setattr("privgame.mechanisms.dpsgd.parameters.dpsgd_noise_multiplier", spy)
     return seen
 
 

@@ -1,4 +1,4 @@
-"""Tests of mechanisms.dpsgd.clipping: clipped sums and per-example norms against a naive per-example loop."""
+"""Tests of privgame.mechanisms.dpsgd.clipping: clipped sums and per-example norms against a naive per-example loop."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ torch = pytest.importorskip("torch")
 
 from torch import Tensor, nn  # noqa: E402
 
-from mechanisms.dpsgd.clipping import (  # noqa: E402
+from privgame.mechanisms.dpsgd.clipping import (  # noqa: E402
     GhostClipper,
     clipped_gradient_sum,
     cross_entropy,
     trainable_parameters,
 )
-from mechanisms.dpsgd.models import digits_cnn, init_parameters, logistic_regression, mlp  # noqa: E402
+from privgame.mechanisms.dpsgd.models import digits_cnn, init_parameters, logistic_regression, mlp  # noqa: E402
 
 F64 = torch.float64
 TOL = 1e-10

@@ -1,4 +1,4 @@
-"""Tests of DPSGDConfig, the model factories and the device/generator helpers of mechanisms.dpsgd."""
+"""Tests of DPSGDConfig, the model factories and the device/generator helpers of privgame.mechanisms.dpsgd."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from analysis.accounting import dpsgd_claim  # noqa: E402
-from mechanisms.dpsgd import (  # noqa: E402
+from privgame.analysis.accounting import dpsgd_claim  # noqa: E402
+from privgame.mechanisms.dpsgd import (  # noqa: E402
     DPSGDConfig,
     digits_cnn,
     init_parameters,

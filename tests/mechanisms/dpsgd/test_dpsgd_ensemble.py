@@ -1,4 +1,4 @@
-"""Tests of mechanisms.dpsgd.sgd.train_ensemble: K models at once equal K separate runs."""
+"""Tests of privgame.mechanisms.dpsgd.sgd.train_ensemble: K models at once equal K separate runs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 
 from torch import Tensor, nn  # noqa: E402
 
-from mechanisms.dpsgd.models import digits_cnn, mlp  # noqa: E402
-from mechanisms.dpsgd.sgd import DPSGDConfig, make_generator, train, train_ensemble  # noqa: E402
+from privgame.mechanisms.dpsgd.models import digits_cnn, mlp  # noqa: E402
+from privgame.mechanisms.dpsgd.sgd import DPSGDConfig, make_generator, train, train_ensemble  # noqa: E402
 
 F64 = torch.float64
 TOL = 1e-10

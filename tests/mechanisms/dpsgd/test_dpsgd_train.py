@@ -1,4 +1,4 @@
-"""Tests of mechanisms.dpsgd.sgd.train: sampling, noise, scaling, the update and reproducibility."""
+"""Tests of privgame.mechanisms.dpsgd.sgd.train: sampling, noise, scaling, the update and reproducibility."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 
 from torch import Tensor, nn  # noqa: E402
 
-from mechanisms.dpsgd.clipping import clipped_gradient_sum, cross_entropy, trainable_parameters  # noqa: E402
-from mechanisms.dpsgd.models import logistic_regression, mlp  # noqa: E402
-from mechanisms.dpsgd.sgd import DPSGDConfig, make_generator, poisson_mask, train  # noqa: E402
+from privgame.mechanisms.dpsgd.clipping import clipped_gradient_sum, cross_entropy, trainable_parameters  # noqa: E402
+from privgame.mechanisms.dpsgd.models import logistic_regression, mlp  # noqa: E402
+from privgame.mechanisms.dpsgd.sgd import DPSGDConfig, make_generator, poisson_mask, train  # noqa: E402
 
 F64 = torch.float64
 

@@ -11,14 +11,14 @@ from scipy import stats
 
 torch = pytest.importorskip("torch")
 
-from analysis.accounting import dpsgd_epsilon  # noqa: E402
-from attacks import Identity  # noqa: E402
-from games import AnalysisSettings, OneRunGame  # noqa: E402
-from games.datasets.canaries import canary_data  # noqa: E402
-from mechanisms.dpsgd.sgd import poisson_mask  # noqa: E402
-from mechanisms.dpsgd.whitebox import DPSGDWhiteBox, _canary_descent, _generators, _init_bound  # noqa: E402
-from mechanisms.training.canaries import CanaryData  # noqa: E402
-from mechanisms.training.data import TrainingData  # noqa: E402
+from privgame.analysis.accounting import dpsgd_epsilon  # noqa: E402
+from privgame.attacks import Identity  # noqa: E402
+from privgame.data.canaries import canary_data  # noqa: E402
+from privgame.games import AnalysisSettings, OneRunGame  # noqa: E402
+from privgame.mechanisms.dpsgd.sgd import poisson_mask  # noqa: E402
+from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox, _canary_descent, _generators, _init_bound  # noqa: E402
+from privgame.mechanisms.training.canaries import CanaryData  # noqa: E402
+from privgame.mechanisms.training.data import TrainingData  # noqa: E402
 
 
 def digits(bits, train_rows=1000):
@@ -45,9 +45,11 @@ def test_validation_names_the_field():
 
 def test_takes_canary_data_not_bits():
     mech = DPSGDWhiteBox(noise_multiplier=1.0, steps=2)
-    with pytest.raises(TypeError, match=r"data must be a mechanisms\.training\.canaries\.CanaryData, got ndarray"):
+    with pytest.raises(
+        TypeError, match=r"data must be a privgame\.mechanisms\.training\.canaries\.CanaryData, got ndarray"
+    ):
         mech.release(np.zeros(10, dtype=bool), rng=np.random.default_rng(0))
-    with pytest.raises(TypeError, match=r"data\[0\] must be a mechanisms\.training\.canaries\.CanaryData"):
+    with pytest.raises(TypeError, match=r"data\[0\] must be a privgame\.mechanisms\.training\.canaries\.CanaryData"):
         mech.release_runs([np.zeros(10, dtype=bool)], rngs=[np.random.default_rng(0)])
 
 
@@ -305,6 +307,6 @@ def test_distribution_checks_catch_a_wrong_noise_scale():
 
 
 def test_separate_layout_keeps_the_component_contract():
-    from games.testing import check_component
+    from privgame.engine.testing import check_component
 
     check_component(DPSGDWhiteBox(noise_multiplier=3.0, steps=5, canary_layout="separate"))

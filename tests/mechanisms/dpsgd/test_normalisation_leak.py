@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from mechanisms.dpsgd.normalisation_leak import update_norm_audit, update_norm_scores
+from privgame.mechanisms.dpsgd.normalisation_leak import update_norm_audit, update_norm_scores
 
 
 def test_at_full_batch_the_realised_divisor_refutes_the_claim_and_the_public_ones_do_not():

@@ -13,11 +13,11 @@ from scipy import stats
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
-from analysis.accounting import dpsgd_claim  # noqa: E402
-from games.cli import main  # noqa: E402
-from games.datasets.canaries import canary_data  # noqa: E402
-from mechanisms.dpsgd.opacus_engine import OpacusWhiteBox, opacus_batch_size, opacus_epsilon  # noqa: E402
-from mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
+from privgame.analysis.accounting import dpsgd_claim  # noqa: E402
+from privgame.data.canaries import canary_data  # noqa: E402
+from privgame.engine.cli import main  # noqa: E402
+from privgame.mechanisms.dpsgd.opacus_engine import OpacusWhiteBox, opacus_batch_size, opacus_epsilon  # noqa: E402
+from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
 
 MLP = "torch_factories:two_layer_mlp"  # 64 → 16 → 10 on the digits: 1,210 coordinates
 _N, _Q, _T, _SIGMA, _LR, _M = 100, 0.1, 20, 0.5, 0.5, 600
@@ -117,7 +117,7 @@ def test_the_closed_form_check_catches_opacus_at_another_noise():
 
 def _audits(mech, runs, seed):
     """Per run, Steinke's one-run audit with k₊ = k₋ = 60 guesses; the pooled (r, v) and the median ε_lb."""
-    from analysis.one_run import count_correct, epsilon_lower_bound, guesses_top_k
+    from privgame.analysis.one_run import count_correct, epsilon_lower_bound, guesses_top_k
 
     values, bits = _releases(mech, runs=runs, seed=seed)
     r_all = v_all = 0
@@ -158,7 +158,7 @@ def test_an_empty_poisson_batch_still_adds_the_noise():
 
 
 def test_opacus_keeps_the_component_contract():
-    from games.testing import check_component
+    from privgame.engine.testing import check_component
 
     check_component(OpacusWhiteBox(noise_multiplier=3.0, sampling_rate=0.5, steps=5, model="mlp"))
 

@@ -11,18 +11,18 @@ from scipy import stats
 
 torch = pytest.importorskip("torch")
 
-from games.cli import main  # noqa: E402
-from games.datasets.canaries import canary_data  # noqa: E402
-from mechanisms.dpsgd.clipping import clipped_gradient_sum, trainable_parameters  # noqa: E402
-from mechanisms.dpsgd.devices import make_generator  # noqa: E402
-from mechanisms.dpsgd.user_model import (  # noqa: E402
+from privgame.data.canaries import canary_data  # noqa: E402
+from privgame.engine.cli import main  # noqa: E402
+from privgame.mechanisms.dpsgd.clipping import clipped_gradient_sum, trainable_parameters  # noqa: E402
+from privgame.mechanisms.dpsgd.devices import make_generator  # noqa: E402
+from privgame.mechanisms.dpsgd.user_model import (  # noqa: E402
     ModelFactory,
     ModelNotice,
     check_model,
     reserved_coordinates,
     reserved_masks,
 )
-from mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
+from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
 
 MLP = "torch_factories:two_layer_mlp"  # 64 → 16 → 10 on the digits: 1,210 coordinates
 GATED = "torch_factories:gated_mlp"
@@ -192,7 +192,7 @@ def test_the_reserved_coordinates_are_drawn_per_release_and_the_rest_of_the_mode
     bits = np.zeros(100, dtype=bool)
     releases = [mech.release(digits(bits, train_rows=50), rng=np.random.default_rng(s)) for s in (0, 0, 1)]
     np.testing.assert_array_equal(releases[0], releases[1])
-    from mechanisms.dpsgd.whitebox import _generators
+    from privgame.mechanisms.dpsgd.whitebox import _generators
 
     chosen = [reserved_coordinates(1210, 100, _generators(np.random.default_rng(s))[3]) for s in (0, 1)]
     assert not torch.equal(*chosen)
@@ -250,6 +250,6 @@ def test_the_closed_form_check_catches_a_wrong_noise_scale():
 
 
 def test_a_user_model_keeps_the_component_contract():
-    from games.testing import check_component
+    from privgame.engine.testing import check_component
 
     check_component(DPSGDWhiteBox(noise_multiplier=3.0, steps=5, model=WIDE, canary_layout="reserved"))

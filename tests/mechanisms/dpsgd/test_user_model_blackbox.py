@@ -14,19 +14,19 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attacks import NegativeLoss  # noqa: E402
-from games.cli import main  # noqa: E402
-from games.datasets.canaries import canary_data  # noqa: E402
-from games.testing import check_component  # noqa: E402
-from mechanisms.dpsgd.blackbox import DPSGDBlackBox  # noqa: E402
-from mechanisms.dpsgd.classifier import DPSGDClassifier  # noqa: E402
-from mechanisms.dpsgd.clipping import trainable_parameters  # noqa: E402
-from mechanisms.dpsgd.models import mlp  # noqa: E402
-from mechanisms.dpsgd.sgd import train_ensemble  # noqa: E402
-from mechanisms.dpsgd.user_model import ModelFactory  # noqa: E402
-from mechanisms.training.models import torch_generators  # noqa: E402
-from mechanisms.training.network import network_release  # noqa: E402
-from mechanisms.training.release import ModuleRelease, NetworkRelease, decode_release  # noqa: E402
+from privgame.attacks import NegativeLoss  # noqa: E402
+from privgame.data.canaries import canary_data  # noqa: E402
+from privgame.engine.cli import main  # noqa: E402
+from privgame.engine.testing import check_component  # noqa: E402
+from privgame.mechanisms.dpsgd.blackbox import DPSGDBlackBox  # noqa: E402
+from privgame.mechanisms.dpsgd.classifier import DPSGDClassifier  # noqa: E402
+from privgame.mechanisms.dpsgd.clipping import trainable_parameters  # noqa: E402
+from privgame.mechanisms.dpsgd.models import mlp  # noqa: E402
+from privgame.mechanisms.dpsgd.sgd import train_ensemble  # noqa: E402
+from privgame.mechanisms.dpsgd.user_model import ModelFactory  # noqa: E402
+from privgame.mechanisms.training.models import torch_generators  # noqa: E402
+from privgame.mechanisms.training.network import network_release  # noqa: E402
+from privgame.mechanisms.training.release import ModuleRelease, NetworkRelease, decode_release  # noqa: E402
 
 MLP = "torch_factories:two_layer_mlp"  # 64 → 16 → 10 on the digits
 PROJECTED = "torch_factories:projected"  # a frozen projection and a buffer beside the trained layer
@@ -156,8 +156,8 @@ def test_the_release_round_trips_through_the_caches_encoding(model, tmp_path):
 
 
 def test_through_the_artefact_cache_a_second_run_reads_the_same_module(tmp_path):
-    from analysis.cache import ArtefactCache
-    from mechanisms.cached import cached_release_many, release_key
+    from privgame.core.cache import ArtefactCache
+    from privgame.mechanisms.cached import cached_release_many, release_key
 
     pool = digits(np.arange(20) % 2 == 1).pool(size=70)
     mech = DPSGDClassifier(noise_multiplier=1.0, steps=3, sampling_rate=0.2, model=MLP)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mechanisms.dpsgd.models import init_parameters
+from privgame.mechanisms.dpsgd.models import init_parameters
 
 
 def two_layer_mlp(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:

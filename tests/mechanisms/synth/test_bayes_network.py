@@ -1,4 +1,4 @@
-"""Tests of mechanisms.synth._bayes, the network code shared by BayNet and PrivBayes."""
+"""Tests of privgame.mechanisms.synth._bayes, the network code shared by BayNet and PrivBayes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from numpy.typing import NDArray
 from scipy import stats
 from sklearn.metrics import mutual_info_score
 
-from mechanisms.synth import _bayes
-from mechanisms.synth._bayes import (
+from privgame.mechanisms.synth import _bayes
+from privgame.mechanisms.synth._bayes import (
     Candidate,
     Conditional,
     MutualInformation,
@@ -91,7 +91,7 @@ def test_batched_mutual_information_matches_one_at_a_time(
     monkeypatch: pytest.MonkeyPatch, batch: int, int32: int
 ) -> None:
     # batches of one parent set each, batches of several, and int64 indices: the same numbers as sklearn's
-    import mechanisms.synth._bayes as bayes
+    import privgame.mechanisms.synth._bayes as bayes
 
     monkeypatch.setattr(bayes, "_BATCH_CELLS", batch)
     monkeypatch.setattr(bayes, "_INT32_CELLS", int32)

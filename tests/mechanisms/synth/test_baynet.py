@@ -1,4 +1,5 @@
-"""Tests of mechanisms.synth.baynet.BayNet: fidelity on Adult, dtypes, reproducibility, structure and errors."""
+"""Tests of privgame.mechanisms.synth.baynet.BayNet: fidelity on Adult, dtypes, reproducibility, structure and
+errors."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.discretise import quantile_bins
-from analysis.fidelity import fidelity_report
-from games.datasets import ADULT_PUBLIC_BINS, load_adult
-from mechanisms.synth.baynet import BayNet
+from privgame.analysis.discretise import quantile_bins
+from privgame.analysis.fidelity import fidelity_report
+from privgame.data import ADULT_PUBLIC_BINS, load_adult
+from privgame.mechanisms.synth.baynet import BayNet
 
 # Fidelity tolerances, from 20 seeds on the first 1,000 Adult training rows (tests use 3 of them):
 #   per-column TV (numeric columns at the real deciles): max over columns and seeds 0.059 (k=1), 0.062 (k=2),

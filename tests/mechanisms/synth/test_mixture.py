@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from games.datasets import load_digits_table
-from mechanisms.synth.mixture import GaussianMixtureGenerator
+from privgame.data import load_digits_table
+from privgame.mechanisms.synth.mixture import GaussianMixtureGenerator
 
 
 def _table(n: int = 300) -> pd.DataFrame:

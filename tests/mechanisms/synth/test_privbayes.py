@@ -1,4 +1,5 @@
-"""Tests of mechanisms.synth.privbayes: the DP pieces against hand values and statistics, fidelity, and errors."""
+"""Tests of privgame.mechanisms.synth.privbayes: the DP pieces against hand values and statistics, fidelity, and
+errors."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import pytest
 from scipy import special, stats
 from sklearn.metrics import mutual_info_score
 
-from analysis.accounting import NeighbouringRelation
-from analysis.discretise import fixed_bins
-from analysis.fidelity import fidelity_report
-from games.datasets import ADULT_PUBLIC_BINS, ADULT_PUBLIC_RANGES, load_adult, public_domain
-from mechanisms.synth.privbayes import (
+from privgame.analysis.accounting import NeighbouringRelation
+from privgame.analysis.discretise import fixed_bins
+from privgame.analysis.fidelity import fidelity_report
+from privgame.data import ADULT_PUBLIC_BINS, ADULT_PUBLIC_RANGES, load_adult, public_domain
+from privgame.mechanisms.synth.privbayes import (
     PrivBayes,
     average_cells,
     exponential_mechanism,

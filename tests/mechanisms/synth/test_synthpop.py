@@ -1,4 +1,4 @@
-"""Tests for :class:`mechanisms.synth.synthpop.Synthpop` and its rpart-like CART kernels (:mod:`_cart`)."""
+"""Tests for :class:`privgame.mechanisms.synth.synthpop.Synthpop` and its rpart-like CART kernels (:mod:`_cart`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from scipy import optimize, stats
 from sklearn.tree import DecisionTreeRegressor
 
-from mechanisms.synth import _cart
-from mechanisms.synth._cart import CartTree, fit_cart
-from mechanisms.synth.synthpop import Synthpop, _Column, _smooth_density, bw_nrd0, bw_sj
+from privgame.mechanisms.synth import _cart
+from privgame.mechanisms.synth._cart import CartTree, fit_cart
+from privgame.mechanisms.synth.synthpop import Synthpop, _Column, _smooth_density, bw_nrd0, bw_sj
 
 # ---------------------------------------------------------------------------------------------------------------
 # helpers: fit the kernel on (y, list of predictors)
@@ -389,7 +389,7 @@ def _subtree_leaves(tree: CartTree, node: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def adult() -> pd.DataFrame:
-    from games.datasets import load_adult
+    from privgame.data import load_adult
 
     return load_adult("train").iloc[:1000].reset_index(drop=True)
 

@@ -7,12 +7,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from games.datasets.features import model_arrays  # noqa: E402
-from mechanisms.dpsgd.devices import make_generator  # noqa: E402
-from mechanisms.dpsgd.models import conv_net, digits_cnn  # noqa: E402
-from mechanisms.training.cnn import CNNClassifier, _release  # noqa: E402
-from mechanisms.training.data import TrainingData  # noqa: E402
-from mechanisms.training.release import ConvNetRelease, decode_release  # noqa: E402
+from privgame.data.features import model_arrays  # noqa: E402
+from privgame.mechanisms.dpsgd.devices import make_generator  # noqa: E402
+from privgame.mechanisms.dpsgd.models import conv_net, digits_cnn  # noqa: E402
+from privgame.mechanisms.training.cnn import CNNClassifier, _release  # noqa: E402
+from privgame.mechanisms.training.data import TrainingData  # noqa: E402
+from privgame.mechanisms.training.release import ConvNetRelease, decode_release  # noqa: E402
 
 
 def _digits(n: int = 400) -> TrainingData:

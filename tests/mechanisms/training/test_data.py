@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.training.data import TrainingData, as_training_data, stack_masks
+from privgame.mechanisms.training.data import TrainingData, as_training_data, stack_masks
 
 N, D = 12, 3
 
@@ -190,9 +190,11 @@ def test_stack_masks_refuses_different_pools():
 def test_stack_masks_refuses_other_types_and_nothing():
     x, y, include = _arrays()
     base = TrainingData(x, y, include)
-    with pytest.raises(TypeError, match=r"data\[1\] must be a mechanisms\.training\.TrainingData, got ndarray"):
+    with pytest.raises(
+        TypeError, match=r"data\[1\] must be a privgame\.mechanisms\.training\.TrainingData, got ndarray"
+    ):
         stack_masks([base, x])
-    with pytest.raises(TypeError, match=r"data\[0\] must be a mechanisms\.training\.TrainingData, got tuple"):
+    with pytest.raises(TypeError, match=r"data\[0\] must be a privgame\.mechanisms\.training\.TrainingData, got tuple"):
         stack_masks([(x, y, include)])
     with pytest.raises(ValueError, match="data must hold at least one TrainingData, got none"):
         stack_masks([])
@@ -202,5 +204,5 @@ def test_as_training_data_names_the_argument():
     x, y, include = _arrays()
     data = TrainingData(x, y, include)
     assert as_training_data("data", data) is data
-    with pytest.raises(TypeError, match=r"pool must be a mechanisms\.training\.TrainingData, got DataFrame"):
+    with pytest.raises(TypeError, match=r"pool must be a privgame\.mechanisms\.training\.TrainingData, got DataFrame"):
         as_training_data("pool", pd.DataFrame(x))

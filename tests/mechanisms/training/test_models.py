@@ -18,16 +18,16 @@ import torch
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: F401 (loaded before the thread limit below)
 from threadpoolctl import threadpool_limits
 
-from analysis.accounting import NeighbouringRelation
-from analysis.cache import ArtefactCache
-from mechanisms.cached import cached_release, cached_release_many, release_key
-from mechanisms.dpsgd.classifier import DPSGDClassifier
-from mechanisms.dpsgd.models import mlp
-from mechanisms.training.data import TrainingData
-from mechanisms.training.models import MAX_EPOCHS, LogisticRegressionClassifier, MLPClassifier
-from mechanisms.training.network import initial_network, network_release
-from mechanisms.training.release import ACTIVATIONS, NetworkRelease
-from mechanisms.training.trees import GradientBoostedTrees
+from privgame.analysis.accounting import NeighbouringRelation
+from privgame.core.cache import ArtefactCache
+from privgame.mechanisms.cached import cached_release, cached_release_many, release_key
+from privgame.mechanisms.dpsgd.classifier import DPSGDClassifier
+from privgame.mechanisms.dpsgd.models import mlp
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.models import MAX_EPOCHS, LogisticRegressionClassifier, MLPClassifier
+from privgame.mechanisms.training.network import initial_network, network_release
+from privgame.mechanisms.training.release import ACTIVATIONS, NetworkRelease
+from privgame.mechanisms.training.trees import GradientBoostedTrees
 
 N, D = 80, 4
 # Batched products may round differently from single ones (float32): measured max |Δ logit| 0 at these sizes (1 or
@@ -73,7 +73,7 @@ def _dpsgd() -> DPSGDClassifier:
 
 def _linear_factory(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> torch.nn.Module:
     """A user's model by factory path (``model`` of dpsgd-mlp): logistic regression."""
-    from mechanisms.dpsgd.models import init_parameters
+    from privgame.mechanisms.dpsgd.models import init_parameters
 
     return init_parameters(torch.nn.Linear(input_shape[0], n_classes), generator=generator)
 
@@ -151,9 +151,11 @@ def test_release_runs_arguments():
         mech.release_runs([data, data], rngs=_rngs(0, 1))
     with pytest.raises(TypeError, match=r"rngs\[0\] must be a numpy.random.Generator, got 3"):
         mech.release_runs([data], rngs=[3])
-    with pytest.raises(TypeError, match=r"data must be a mechanisms\.training\.TrainingData, got tuple"):
+    with pytest.raises(TypeError, match=r"data must be a privgame\.mechanisms\.training\.TrainingData, got tuple"):
         mech.release((x, y), rng=np.random.default_rng(0))
-    with pytest.raises(TypeError, match=r"data\[1\] must be a mechanisms\.training\.TrainingData, got ndarray"):
+    with pytest.raises(
+        TypeError, match=r"data\[1\] must be a privgame\.mechanisms\.training\.TrainingData, got ndarray"
+    ):
         mech.release_runs([data, x], rngs=_rngs(0, 2))
     with pytest.raises(ValueError, match=r"data\[1\] must share data\[0\]'s pool"):
         mech.release_runs([data, TrainingData(x + 1, y, data.include)], rngs=_rngs(0, 2))
@@ -498,7 +500,7 @@ def test_other_inputs_are_not_cached():
     "device, error", [("gpu", ValueError), ("cuda:x", ValueError), ("", ValueError), (0, TypeError)]
 )
 def test_bad_devices_are_refused_without_torch(device, error):
-    from mechanisms.training import MLPClassifier
+    from privgame.mechanisms.training import MLPClassifier
 
     with pytest.raises(error, match="device must be"):
         MLPClassifier(device=device)

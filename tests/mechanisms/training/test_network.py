@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from mechanisms.training import network
-from mechanisms.training.data import TrainingData
-from mechanisms.training.network import _BatchedLinear, _sparse_rows, _SparseInputLinear, train_networks
+from privgame.mechanisms.training import network
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.network import _BatchedLinear, _sparse_rows, _SparseInputLinear, train_networks
 
 BATCH_ATOL = 1e-5  # as tests/mechanisms/training/test_models.py: float32 rounding of batched products
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from mechanisms.training.release import (
+from privgame.mechanisms.training.release import (
     ACTIVATIONS,
     ModelRelease,
     NetworkRelease,

@@ -21,13 +21,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cache import ArtefactCache
-from games.config import ConfigError, parse_config
-from games.datasets.features import model_arrays, population_table, raw_columns
-from games.store import drop_timings
-from mechanisms.cached import cached_release, release_key
-from mechanisms.training import GradientBoostedTrees, SklearnModel, TrainingData, decode_release
-from mechanisms.training.release import PROBABILITY_FLOOR, LookupRelease, UnscoredRecordError, row_digests
+from privgame.core.cache import ArtefactCache
+from privgame.data.features import model_arrays, population_table, raw_columns
+from privgame.engine.config import ConfigError, parse_config
+from privgame.engine.store import drop_timings
+from privgame.mechanisms.cached import cached_release, release_key
+from privgame.mechanisms.training import GradientBoostedTrees, SklearnModel, TrainingData, decode_release
+from privgame.mechanisms.training.release import PROBABILITY_FLOOR, LookupRelease, UnscoredRecordError, row_digests
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[2]
@@ -115,7 +115,7 @@ def test_a_record_outside_the_stored_ones_is_refused_in_one_line():
 @pytest.mark.parametrize("data", ["adult", "compas"])
 def test_a_record_encoded_on_its_own_is_its_row_of_the_encoded_population(data):
     """What lets a record game's attack (which encodes its target alone) find the target in a round's release."""
-    from games.datasets.features import encode
+    from privgame.data.features import encode
 
     table, full = population_table(data), model_arrays(data).x
     rows = np.random.default_rng(0).choice(len(table), 40, replace=False)
@@ -174,7 +174,7 @@ def test_raw_features_need_the_frame_and_refuse_records_encoded_alike_with_diffe
 
 
 def test_a_classifier_mia_classifier_must_read_encoded_features():
-    from attacks.classifier import ClassifierMIA
+    from privgame.attacks.classifier import ClassifierMIA
 
     with pytest.raises(ValueError, match="classifier must read the encoded features"):
         ClassifierMIA(classifier=COLUMNS)
@@ -290,8 +290,8 @@ def _rows(store: Any) -> pd.DataFrame:
 def test_lira_end_to_end_a_cached_run_equals_a_fresh_one_and_n_jobs_do_not_matter(tmp_path, monkeypatch):
     from joblib.externals.loky import get_reusable_executor
 
-    from games import runner
-    from games.runner import run_experiment
+    from privgame.engine import runner
+    from privgame.engine.runner import run_experiment
 
     config = parse_config(_lira_sections({"params": {"n_estimators": 6, "max_depth": 8}}))
     cache = ArtefactCache(tmp_path / "cache")
@@ -312,7 +312,7 @@ def test_lira_end_to_end_a_cached_run_equals_a_fresh_one_and_n_jobs_do_not_matte
 
 
 def test_lira_on_a_user_csv_with_a_forest_and_with_a_pipeline_on_its_columns(tmp_path):
-    from games.runner import run_experiment
+    from privgame.engine.runner import run_experiment
 
     data = {"path": str(MEDICAL), "domain": str(MEDICAL_DOMAIN), "label": "diagnosis"}
     for i, mechanism in enumerate(
@@ -330,8 +330,8 @@ def test_lira_on_a_user_csv_with_a_forest_and_with_a_pipeline_on_its_columns(tmp
 
 @pytest.mark.filterwarnings("ignore:LiRA could not fit")  # four shadows of a certain forest: equal confidences
 def test_the_record_games_query_a_round_s_model_and_the_shadows_on_the_target_only_in_their_pools():
-    from attacks.lira import LiRA
-    from games.record import RecordGames
+    from privgame.attacks.lira import LiRA
+    from privgame.games.record import RecordGames
 
     game = RecordGames(
         dataset_size=40, auxiliary_size=80, evaluation_size=80, rounds=4, vulnerable_targets=1, random_targets=0
@@ -343,9 +343,9 @@ def test_the_record_games_query_a_round_s_model_and_the_shadows_on_the_target_on
 
 
 def test_panoramia_queries_its_target_and_helper_on_generated_and_held_out_records():
-    from attacks.classifier import ClassifierMIA
-    from games._base import AnalysisSettings
-    from games.panoramia import PanoramiaGame
+    from privgame.attacks.classifier import ClassifierMIA
+    from privgame.games._base import AnalysisSettings
+    from privgame.games.panoramia import PanoramiaGame
 
     small = {
         "train_size": 700,
@@ -368,19 +368,19 @@ def test_panoramia_queries_its_target_and_helper_on_generated_and_held_out_recor
 
 # -- what reading results imports ------------------------------------------------------------------------------------
 def test_report_imports_no_estimator_and_reanalyse_refuses_a_foreign_one_without_trust(tmp_path):
-    from games.reanalyse import foreign_estimators, reanalysis_config
-    from games.runner import run_experiment
-    from games.store import StoreError
+    from privgame.engine.reanalyse import foreign_estimators, reanalysis_config
+    from privgame.engine.runner import run_experiment
+    from privgame.engine.store import StoreError
 
     sections = _lira_sections({"estimator": "sklearn_pipelines.scaled_logistic"})
     sections["experiment"]["repetitions"] = 1
     out = tmp_path / "run"
     run_experiment(parse_config(sections), out, progress=False)
     code = (
-        "import sys\nfrom games.cli import main\n"
+        "import sys\nfrom privgame.engine.cli import main\n"
         f"assert main(['report', {str(out)!r}, '--format', 'csv']) == 0\n"
         "assert 'sklearn_pipelines' not in sys.modules, 'report imported the estimator'\n"
-        "assert 'mechanisms.training.sklearn_model' not in sys.modules, 'report built the mechanism'\n"
+        "assert 'privgame.mechanisms.training.sklearn_model' not in sys.modules, 'report built the mechanism'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

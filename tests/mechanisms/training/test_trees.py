@@ -10,10 +10,10 @@ from scipy.special import expit, softmax
 from sklearn.ensemble import HistGradientBoostingClassifier  # loaded before the fixture limits its OpenMP threads
 from threadpoolctl import threadpool_limits
 
-import mechanisms.training.trees as trees_module
-from mechanisms.training.data import TrainingData
-from mechanisms.training.release import TreeEnsembleRelease, decode_release
-from mechanisms.training.trees import GradientBoostedTrees, tree_release
+import privgame.mechanisms.training.trees as trees_module
+from privgame.mechanisms.training.data import TrainingData
+from privgame.mechanisms.training.release import TreeEnsembleRelease, decode_release
+from privgame.mechanisms.training.trees import GradientBoostedTrees, tree_release
 
 N, D = 300, 5
 

@@ -1,0 +1,111 @@
+"""Tabular records as model features: how the model games encode a data set's records for a classifier.
+
+A record becomes a float32 vector from the PUBLIC domain only (:attr:`privgame.data.Dataset.domain`), never from
+statistics of the data, so the encoding of a record is the same whichever records are in a training set and
+reveals nothing about them:
+
+- a categorical column becomes one indicator per public category (a missing value ``"?"`` is a category where the
+  domain lists it; a value outside the categories encodes as all zeros);
+- a numeric column with public bounds [lo, hi] becomes (v − lo)/(hi − lo), or, for the wide dollar-like integer
+  columns (hi − lo > 1,000: Adult's ``fnlwgt``, ``capital_gain``, ``capital_loss``), log1p(v − lo)/log1p(hi − lo).
+
+The label (:attr:`privgame.data.Dataset.label`) is not a feature.  With a ``positive`` value (Adult's ``">50K"``,
+COMPAS's ``two_year_recid`` = 1) it is binary; otherwise the classes are its public categories in order (the
+digits' ``digit``) or its integers from the low bound.  Record ids are row numbers of the population
+(:meth:`privgame.data.Dataset.table`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from privgame.data.catalogue import dataset_names, get_dataset
+from privgame.data.dataset import Dataset
+from privgame.data.encoding import ModelArrays, count_features, encode_population
+
+__all__ = [
+    "ModelArrays",
+    "encode",
+    "feature_count",
+    "model_arrays",
+    "model_problem",
+    "population_table",
+    "raw_columns",
+]
+
+
+def _dataset(data: Any) -> Dataset:
+    return get_dataset(data)
+
+
+def _labelled(data: Any) -> Dataset:
+    dataset = _dataset(data)
+    if dataset.label is None:
+        raise ValueError(
+            f"data must be one of {', '.join(dataset_names('features'))} for a model (a data set with a label), "
+            f"got {dataset.name!r}."
+        )
+    return dataset
+
+
+def encode(table: pd.DataFrame, data: Dataset | str) -> ModelArrays:
+    """Encode ``table`` (rows of the ``data`` population, its columns) with the public domain of ``data``.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` has no label column, ``table`` lacks a column of the domain, or a label is outside its classes.
+    """
+    return encode_population(table, _labelled(data))
+
+
+def raw_columns(table: pd.DataFrame, data: Dataset | str) -> pd.DataFrame:
+    """The rows of ``table`` as a model that does its own preprocessing reads them: the ``data`` set's columns in
+    its domain's order, the label left out, rows numbered from 0 (``TrainingData.frame``, for ``sklearn`` with
+    ``features = "raw"``).
+
+    Raises
+    ------
+    ValueError
+        If ``data`` has no label column, or ``table`` lacks a column of the domain.
+    """
+    dataset = _labelled(data)
+    columns = [c for c in dataset.domain.columns if c != dataset.label]
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"table must have every column of {dataset.name!r}, got none named {missing[0]!r}.")
+    return table[columns].reset_index(drop=True)
+
+
+def population_table(data: Dataset | str) -> pd.DataFrame:
+    """The whole ``data`` population, rows numbered from 0: the record ids of every model and record game; cached
+    per process (callers must not modify it).  :meth:`privgame.data.Dataset.table`."""
+    return _dataset(data).table()
+
+
+def model_arrays(data: Dataset | str) -> ModelArrays:
+    """The whole ``data`` population (row order) encoded by :func:`encode`; cached per process."""
+    return _labelled(data).features()
+
+
+def feature_count(data: Dataset | str) -> int:
+    """Columns of ``data``'s encoding, from its public domain alone (no record is read): one per category of a
+    categorical column, one per numeric column, the label left out, as :func:`encode` lays them out."""
+    return count_features(_labelled(data))
+
+
+def model_problem(mechanism: object, data: Dataset | str) -> str | None:
+    """Why the trained model ``mechanism`` cannot read the records of ``data`` (a CNN whose image is not the data's
+    width), or ``None``; asked by the model games when the config is read."""
+    check = getattr(mechanism, "feature_problem", None)
+    dataset = _dataset(data)
+    if not callable(check) or dataset.label is None:
+        return None
+    problem = check(feature_count(dataset))
+    return (
+        None
+        if problem is None
+        else f"mechanism '{getattr(mechanism, 'name', mechanism)}': {problem} in {dataset.name!r}"
+    )

@@ -1,0 +1,231 @@
+"""Re-analysis: every bound of a finished run recomputed from its stored raw arrays, with other analysis settings.
+
+``privgame reanalyse DIR --out DIR2`` takes the experiment stored in ``DIR`` (its config, as copied into the
+manifest), replaces the ``[analysis]`` section by the given settings (any key not given keeps its stored value),
+and writes a new results directory whose trials are the stored ones analysed again: the same raw arrays, the same
+trial seeds (so the top-k tie-breaking and a split's mask are drawn as in the run), no mechanism run.  ``DIR`` is
+only read.  With the stored settings the rows equal the stored rows exactly (each keeps its play time,
+``seconds``), so a reanalysis is also a check of a stranger's directory.
+
+Before anything is written, every stored trial must be finished and its files must match their checksums (a damaged
+or missing trial is named, never skipped); the new settings are checked against every grid point as ``privgame
+run`` checks a config.  ``DIR2`` follows ``privgame run``'s rules: a reanalysis killed midway resumes there.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from privgame.engine._text import printable
+from privgame.engine.config import ExperimentConfig, parse_config
+from privgame.engine.runner import (
+    analytic_epsilons,
+    plan_trials,
+    point_settings,
+    repetition_blocks,
+    run_manifest,
+    trial_index,
+    trial_row,
+)
+from privgame.engine.store import ResultsStore, StoreError, describe_trials
+
+__all__ = ["foreign_estimators", "reanalyse", "reanalysis_config"]
+
+
+def foreign_estimators(config: Any) -> list[str]:
+    """The import paths outside scikit-learn that the ``sklearn`` mechanisms of a stored config name (at any depth,
+    swept values included): rebuilding the config imports them, which runs their code, as a plugin's."""
+    from privgame.mechanisms.training.sklearn_model import SklearnModel
+
+    found: list[str] = []
+    pending = [config]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Mapping):
+            if value.get("name") == SklearnModel.name:
+                paths = value.get("estimator", [])
+                for path in paths if isinstance(paths, list) else [paths]:
+                    if not (isinstance(path, str) and path.startswith("sklearn.")):
+                        found.append(str(path))
+            pending += list(value.values())
+        elif isinstance(value, list):
+            pending += value
+    return sorted(set(found))
+
+
+def reanalysis_config(
+    root: str | Path, analysis: Mapping[str, Any], *, trust_plugins: bool = False
+) -> tuple[ExperimentConfig, ResultsStore]:
+    """The stored experiment of ``root`` with its ``[analysis]`` updated by ``analysis``, and its store.
+
+    Raises
+    ------
+    StoreError
+        If ``root`` is not a results directory, or names plugins and ``trust_plugins`` is false.
+    ConfigError
+        If the new settings are invalid for a grid point (one line, as ``privgame run``).
+    """
+    source = ResultsStore(root)
+    manifest = source.manifest()  # refuses what is not a results directory
+    stored = manifest.get("config")
+    if not isinstance(stored, Mapping):
+        raise StoreError(f"{str(source.root)!r} has no stored config in its manifest: it cannot be reanalysed.")
+    plugins = stored.get("experiment", {}).get("plugins", []) if isinstance(stored.get("experiment"), Mapping) else []
+    if plugins and not trust_plugins:
+        raise StoreError(
+            f"the experiment in {str(source.root)!r} names plugins ({', '.join(map(str, plugins))}); importing them "
+            "runs their code: pass --trust-plugins only for results from a trusted source."
+        )
+    foreign = foreign_estimators(stored)
+    if foreign and not trust_plugins:
+        raise StoreError(
+            f"the experiment in {str(source.root)!r} names estimators outside scikit-learn ({', '.join(foreign)}); "
+            "importing them runs their code: pass --trust-plugins only for results from a trusted source."
+        )
+    data = {section: dict(value) if isinstance(value, Mapping) else value for section, value in stored.items()}
+    data["analysis"] = {**dict(data.get("analysis", {}) or {}), **dict(analysis)}
+    config = parse_config(data)
+    old = manifest.get("normalised_config")
+    if isinstance(old, Mapping):
+        new = config.normalised
+        same = {k: v for k, v in old.items() if k != "analysis"} == {k: v for k, v in new.items() if k != "analysis"}
+        if not same:
+            raise StoreError(
+                f"the config stored in {str(source.root)!r} no longer builds the same trials with this version of "
+                "privgame (its components or defaults changed); rerun it instead of reanalysing."
+            )
+    return config, source
+
+
+def reanalyse(
+    root: str | Path,
+    out: str | Path,
+    analysis: Mapping[str, Any],
+    *,
+    trust_plugins: bool = False,
+    progress: bool = True,
+    announce: Callable[[str], None] | None = None,
+) -> ResultsStore:
+    """Analyse the stored trials of ``root`` again with ``analysis`` (``[analysis]`` keys) into ``out``.
+
+    Parameters
+    ----------
+    root : str or Path
+        A results directory (only read).
+    out : str or Path
+        The new results directory (created, or resumed when it holds this reanalysis).
+    analysis : mapping
+        ``[analysis]`` keys replacing the stored ones (``confidence``, ``delta``, ``estimators``, ...).
+    trust_plugins : bool, default=False
+        Import the plugins the stored config names (their code runs).
+    progress : bool, default=True
+        A progress bar on stderr.
+    announce : callable or None
+        Called with a line for each step (the CLI prints them).
+
+    Returns
+    -------
+    ResultsStore
+        The new directory.
+
+    Raises
+    ------
+    StoreError
+        If ``root`` is not a results directory, has trials that are not finished or are damaged (named), or is
+        ``out`` itself; or ``out`` holds other results.
+    ConfigError
+        If the settings are invalid.
+    """
+    config, source = reanalysis_config(root, analysis, trust_plugins=trust_plugins)
+    if Path(out).resolve() == source.root.resolve():
+        raise StoreError(f"--out must differ from the directory reanalysed ({str(source.root)!r}), which is only read.")
+    if source.root.resolve() in Path(out).resolve().parents:
+        raise StoreError(
+            f"--out must be outside the directory reanalysed ({str(source.root)!r}), which is only read, got "
+            f"{str(out)!r}."
+        )
+    # another experiment's directory is refused before any work (a reanalysis never deletes results)
+    ResultsStore(out).check_open(config.identity, remedy="choose another --out (a reanalysis deletes no results)")
+    manifest = source.manifest()
+    blocks = repetition_blocks(manifest)
+    if blocks[-1] != config.repetitions:
+        raise StoreError(
+            f"{str(source.root)!r}: its manifest says {blocks[-1]} repetitions per grid point, its config "
+            f"{config.repetitions}; the directory is damaged."
+        )
+    trials = plan_trials(config, blocks)
+    n_stored = len(manifest.get("grid") or [])
+    per_play, rest = divmod(n_stored, max(len(config.plays), 1))
+    if rest or per_play < 1:
+        raise StoreError(
+            f"{str(source.root)!r}: its manifest lists {n_stored} grid points, which is not a whole number of "
+            f"analyses of its {len(config.plays)} plays."
+        )
+    # the stored trial with the same play and repetition (any stored point of the play analysed its outcome): the
+    # trial itself when the grid keeps its shape, else the play's first stored point's
+    if n_stored == len(config.grid):
+        source_of = {t.index: t.index for t in trials}
+    else:
+        source_of = {
+            t.index: trial_index(config.grid[t.grid_index].play * per_play, t.repetition, n_stored, blocks)
+            for t in trials
+        }
+    scan = source.scan()
+    problems = dict(scan.damaged)
+    problems.update({t: f"failed ({info.get('error', 'see failures/')})" for t, info in scan.failures.items()})
+    needed = sorted(set(source_of.values()))
+    missing = [i for i in needed if i not in scan.finished and i not in problems]
+    if problems or missing:
+        bad = sorted(set(problems) | set(missing))
+        first = bad[0]
+        why = problems.get(first, "not run")
+        raise StoreError(
+            f"{str(source.root)!r} has {len(bad)} trial{'s' if len(bad) != 1 else ''} that cannot be reanalysed "
+            f"({describe_trials(set(bad))}; trial {first}: {why}); finish the run first (privgame run resumes it)."
+        )
+    stored_seconds = {int(row["trial"]): row.get("seconds", float("nan")) for row in scan.rows.to_dict("records")}
+    if announce is not None:
+        announce(f"reanalysing {len(trials)} trials of {printable(config.name)} from {printable(str(source.root))}")
+    epsilons = analytic_epsilons(config, progress)
+    target = ResultsStore.open_for_run(out, run_manifest(config, epsilons, blocks), _config_bytes(source), force=False)
+    done = target.done()
+    settings = point_settings(config)
+    start = time.perf_counter()
+    with tqdm(
+        total=len(trials), initial=len(done), desc="reanalyse", unit="trial", disable=not progress, file=sys.stderr
+    ) as bar:
+        for trial in trials:
+            if trial.index in done:
+                continue
+            point = config.grid[trial.grid_index]
+            stored = source_of[trial.index]
+            outcome = source.load_outcome(stored)
+            metrics, records = point.game.analyse(outcome, settings[trial.grid_index], seed=trial.seed)
+            # the trial's play time, not the reanalysis's
+            row = trial_row(point, trial, epsilons[trial.grid_index], metrics, stored_seconds[stored])
+            target.write_trial(trial.index, row, outcome, records)
+            bar.update(1)
+    target.write_results()
+    if announce is not None:
+        announce(f"{len(trials) - len(done)} trials reanalysed in {time.perf_counter() - start:.1f} s")
+    return target
+
+
+def _config_bytes(store: ResultsStore) -> bytes:
+    """The reanalysed directory's config copy, headed by a note that its [analysis] section was replaced."""
+    path = store.root / "config.toml"
+    try:
+        original = path.read_bytes() if path.is_file() else b""
+    except OSError:
+        original = b""
+    note = (
+        f"# Reanalysed from {str(store.root)!r} by `privgame reanalyse`: the [analysis] section below is the\n"
+        '# original\'s; the settings used are in manifest.json ("config" and "normalised_config").\n'
+    )
+    return note.encode() + original

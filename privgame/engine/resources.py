@@ -1,0 +1,178 @@
+"""What an experiment needs from the machine, checked before anything runs: memory and a writable place.
+
+A trial that cannot fit in memory fails, without this, minutes into a run (or at once with a traceback from
+deep inside numpy), after the results directory was made.  The config asks each grid point's game for the peak
+memory of one trial (:meth:`privgame.games._base.Game.trial_bytes`, which asks the mechanism and the attack for theirs)
+and the runner's plan for its own (a seed and a row per trial), and refuses a config whose estimate exceeds this
+machine's physical memory, with the estimate and the sizes that caused it.  Estimates are deliberately rough
+(within a small factor): they catch the sizes that cannot work, not the ones that are merely slow.
+
+The results directory is checked the same way (:func:`writable_directory_problem`): an empty path, a path
+through a regular file, or a place the user cannot write is refused with one line before the config is run,
+and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PLAN_BYTES_PER_TRIAL",
+    "check_n_jobs",
+    "format_bytes",
+    "memory_problem",
+    "output_file_problem",
+    "physical_memory",
+    "trial_bytes",
+    "writable_directory_problem",
+]
+
+PLAN_BYTES_PER_TRIAL = 2048  # a Trial with its SeedSequence (~500 B, measured) and its result row in memory
+
+
+def physical_memory() -> int | None:
+    """This machine's physical memory in bytes (``None`` where the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX platforms
+        return None
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in binary units, e.g. ``7.3 TiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # pragma: no cover
+
+
+def trial_bytes(point: Any) -> int:
+    """Estimated peak memory of one trial of a grid point (a :class:`privgame.engine.config.GridPoint`)."""
+    return int(point.game.trial_bytes(point.mechanism, point.attack))
+
+
+def _sizes(point: Any) -> str:
+    """The grid point's integer parameters of 1,000 or more (the sizes an estimate grows with)."""
+    found = []
+    for section in ("game", "mechanism", "attack"):
+        component = getattr(point, section)
+        for f in dataclasses.fields(component):
+            value = getattr(component, f.name)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 1000:
+                found.append(f"{section}.{f.name} = {value:,}")
+    return ", ".join(found)
+
+
+def memory_problem(grid: Sequence[Any], n_trials: int, *, available: int | None = None) -> str | None:
+    """Why the experiment cannot fit in memory, or ``None`` when it can (or the machine's memory is unknown).
+
+    Parameters
+    ----------
+    grid : sequence of GridPoint
+    n_trials : int
+        Trials planned (grid points × repetitions).
+    available : int or None, default=None
+        Bytes to compare with; ``None``: :func:`physical_memory`.
+    """
+    limit = physical_memory() if available is None else available
+    if limit is None:  # pragma: no cover - non-POSIX platforms
+        return None
+    plan = PLAN_BYTES_PER_TRIAL * n_trials
+    if plan > limit:
+        return (
+            f"{n_trials:,} trials need about {format_bytes(plan)} of memory to plan and collect, more than this "
+            f"machine's {format_bytes(limit)}; lower [experiment] repetitions or the sweep"
+        )
+    for point in grid:
+        need = trial_bytes(point)
+        if need > limit:
+            sizes = _sizes(point)
+            dense = getattr(point.mechanism, "canary_layout", None) == "dense"
+            hint = ', or set [mechanism] canary_layout = "separate" (memory linear in m)' if dense else ""
+            return (
+                f"one trial of grid point {point.index} ({point.game.name} with {point.mechanism.name}"
+                f"{', ' + sizes if sizes else ''}) needs about {format_bytes(need)} of memory, more than this "
+                f"machine's {format_bytes(limit)}; lower the sizes{hint}"
+            )
+    return None
+
+
+def writable_directory_problem(path: str | Path, *, what: str = "--out") -> str | None:
+    """Why ``path`` cannot be (or become) a directory this process writes in, or ``None`` when it can.
+
+    Nothing is created: the nearest existing ancestor is probed with a temporary file that is removed at once
+    (permission bits alone would say nothing for root or on a read-only mount).
+
+    Parameters
+    ----------
+    path : str or Path
+    what : str, default="--out"
+        The option or field named in the message.
+    """
+    if str(path) == "":
+        return f"{what} is empty; give a directory"
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{what} {str(p)!r} is a file, not a directory"
+    probe = p
+    while not probe.exists():
+        if probe.is_symlink():
+            return f"{what} {str(p)!r}: {str(probe)!r} is a broken symbolic link"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{what} {str(p)!r} cannot be a directory: {str(probe)!r} is a file"
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".privgame-probe-")
+    except OSError as exc:
+        return f"{what} {str(p)!r} cannot be written: {str(probe)!r}: {exc.strerror or exc}"
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    return None
+
+
+def output_file_problem(path: str | Path, *, what: str, create_parents: bool = False) -> str | None:
+    """Why a file cannot be written at ``path``, or ``None`` when it can (checked before the work that fills it).
+
+    Parameters
+    ----------
+    path : str or Path
+    what : str
+        The option or field named in the message (``"--output"``).
+    create_parents : bool, default=False
+        Whether missing folders will be created (then only a regular file on the way is a problem).
+    """
+    if str(path) == "":
+        return f"{what} is empty; give a file name"
+    p = Path(path)
+    if p.is_dir():
+        return f"{what} {str(p)!r} is a directory; give a file name"
+    parent = p.parent
+    if create_parents:
+        while not parent.exists():
+            parent = parent.parent
+    if not parent.exists():
+        return f"{what} {str(p)!r}: the folder {str(parent)!r} does not exist"
+    if not parent.is_dir():
+        return f"{what} {str(p)!r}: {str(parent)!r} is a file, not a folder"
+    return None
+
+
+def check_n_jobs(n_jobs: object, *, what: str = "n_jobs") -> int:
+    """Return ``n_jobs`` if it is a positive int or -1 (joblib's "all cores"); else raise one line naming ``what``.
+
+    Raises
+    ------
+    ValueError
+        For 0, values below -1, booleans and non-integers.
+    """
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"{what} must be a positive integer or -1, got {n_jobs!r} (-1: all cores).")
+    return n_jobs

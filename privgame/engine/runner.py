@@ -1,0 +1,1266 @@
+"""The seeded parallel runner: grid × repetitions → trials → results directory.
+
+Seeding: trial j of grid point g gets ``SeedSequence(seed).spawn(n_grid)[g].spawn(repetitions)[j]``, spawned in
+the parent in trial order, so results are identical for any ``n_jobs`` and backend, and a trial's numbers depend
+only on (seed, g, j).  Trials run in the parent (``n_jobs=1``), in loky worker processes on one machine, or on
+the workers of a ``dask.distributed`` cluster (:class:`DaskScheduler`); they come back as they finish and are
+written at once, so an interrupted run loses at most the trials in flight and resumes where it stopped.
+
+With workers, the parent plays trials itself first; only once it has played for as long as it took to start
+(its CPU time before the run, 0.5 to 10 s) are the workers started, and once one is ready they get the rest: an
+experiment smaller than the workers' start-up finishes in the parent and never pays for them.  Workers end with
+the parent, even when it is killed (``PR_SET_PDEATHSIG`` on Linux, a watchdog elsewhere).  A trial whose code
+raises (``SystemExit`` included) is recorded in ``failures/`` and the run goes on (:class:`TrialsFailed` at the
+end); Ctrl-C raises :class:`RunInterrupted`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import datetime as _dt
+import importlib
+import itertools
+import json
+import math
+import os
+import pickle
+import resource
+import signal
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWorkerError is one
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from queue import Empty, SimpleQueue
+from typing import Any
+
+import joblib
+import numpy as np
+from tqdm.auto import tqdm
+
+from privgame.core.cache import ArtefactCache
+from privgame.engine._text import printable
+from privgame.engine.config import ConfigError, ExperimentConfig, GridPoint, config_hash, import_plugins
+from privgame.engine.resources import check_n_jobs, writable_directory_problem
+from privgame.engine.store import FORMAT_VERSION, ResultsStore, StoreError, describe_trials
+from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
+
+__all__ = [
+    "DaskScheduler",
+    "DryRun",
+    "RunInterrupted",
+    "Trial",
+    "TrialsFailed",
+    "analytic_epsilon",
+    "analytic_epsilons",
+    "dry_run",
+    "plan_trials",
+    "point_settings",
+    "repetition_blocks",
+    "run_experiment",
+    "run_manifest",
+    "trial_index",
+    "trial_row",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One trial: repetition ``repetition`` of grid point ``grid_index``, with its own seed."""
+
+    index: int
+    grid_index: int
+    repetition: int
+    seed: np.random.SeedSequence
+
+
+def repetition_blocks(manifest: Mapping[str, Any]) -> tuple[int, ...]:
+    """The repetition blocks of a results manifest: the repetitions per grid point after the first run and after
+    each ``--repetitions`` that added some (increasing; the last is ``repetitions``).
+
+    Raises
+    ------
+    StoreError
+        If the manifest's blocks are not increasing positive integers ending at its ``repetitions``.
+    """
+    repetitions = manifest.get("repetitions")
+    blocks = manifest.get("repetition_blocks", [repetitions])
+    valid = (
+        isinstance(blocks, list)
+        and blocks
+        and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in blocks)
+        and all(a < b for a, b in itertools.pairwise(blocks))
+        and blocks[-1] == repetitions
+    )
+    if not valid:
+        raise StoreError(
+            f"the manifest's repetition_blocks {blocks!r} are not increasing counts ending at its repetitions "
+            f"{repetitions!r}."
+        )
+    return tuple(blocks)
+
+
+def trial_index(grid_index: int, repetition: int, n_grid: int, blocks: Sequence[int]) -> int:
+    """The number of repetition ``repetition`` of grid point ``grid_index``: the trials of the first run are
+    numbered ``g·R₀ + j``, and those each later block added follow, numbered the same way within the block, so
+    adding repetitions never renumbers a trial."""
+    start = 0
+    for end in blocks:
+        if repetition < end:
+            return n_grid * start + grid_index * (end - start) + (repetition - start)
+        start = end
+    raise ValueError(f"repetition {repetition} is beyond the {start} repetitions of the blocks {list(blocks)}.")
+
+
+def plan_trials(config: ExperimentConfig, blocks: Sequence[int] | None = None) -> list[Trial]:
+    """Every trial of ``config`` in trial order, each with its child ``SeedSequence`` (spawned here, in the parent).
+
+    Trial j of grid point g has the seed ``SeedSequence(seed).spawn(n_plays)[p].spawn(repetitions)[j]``, p the
+    point's play (:attr:`privgame.engine.config.GridPoint.play`: g itself unless the analysis is swept), so the points
+    of an analysis sweep analyse the same trials, and adding repetitions adds seeds without changing the others.
+    ``blocks``: the results directory's :func:`repetition_blocks` (default: one block, the config's repetitions).
+    """
+    blocks = (config.repetitions,) if blocks is None else tuple(blocks)
+    if blocks[-1] != config.repetitions:
+        raise ValueError(f"the repetition blocks {list(blocks)} must end at the config's {config.repetitions}.")
+    trials = []
+    n_grid = len(config.grid)
+    for g, point in enumerate(config.grid):
+        play_seed = np.random.SeedSequence(config.seed, spawn_key=(point.play,))  # = SeedSequence(seed).spawn(·)[p]
+        for j, seed in enumerate(play_seed.spawn(config.repetitions)):
+            trials.append(Trial(trial_index(g, j, n_grid, blocks), g, j, seed))
+    return sorted(trials, key=lambda t: t.index)
+
+
+def _point_claims(config: ExperimentConfig) -> list[Any]:
+    """Each grid point's privacy claim, asked once per play (the points of an analysis sweep share a mechanism)."""
+    by_play: dict[int, Any] = {}
+    for point in config.grid:
+        if point.play not in by_play:
+            by_play[point.play] = point.mechanism.privacy_claim()
+    return [by_play[point.play] for point in config.grid]
+
+
+def analytic_epsilon(point: GridPoint, delta: float | None = None, claim: Any = False) -> float:
+    """The mechanism's analytic ε at ``delta`` (default: the point's own δ); NaN when it claims no guarantee."""
+    claim = point.mechanism.privacy_claim() if claim is False else claim
+    return math.nan if claim is None else claim.epsilon(point.analysis.delta if delta is None else delta)
+
+
+def analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
+    """Every grid point's analytic ε at its δ, under its own progress line: this step calibrates what mechanisms
+    derive from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
+    calibrates = any(getattr(point.mechanism, "derives_parameters", bool)() for point in config.grid)
+    with tqdm(  # closed (its line cleared) before an error is printed, too
+        total=len(config.grid),
+        desc="analytic ε (σ calibration)" if calibrates else "analytic ε",
+        unit="point",
+        disable=not progress,
+        file=sys.stderr,
+        leave=False,
+    ) as bar:
+        claims: dict[int, Any] = {}
+        epsilons = []
+        for point in config.grid:
+            if point.play not in claims:
+                claims[point.play] = point.mechanism.privacy_claim()
+            epsilons.append(analytic_epsilon(point, claim=claims[point.play]))
+            bar.update(1)
+        return epsilons
+
+
+def _cell(value: Any) -> Any:
+    return value if isinstance(value, bool | int | float | str) else str(value)
+
+
+class _ProgressFile:
+    """In the worker: the running count of a trial's finished mechanism runs, rewritten at most once a second."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.done = 0
+        self.last = 0.0
+
+    def __call__(self, k: int) -> None:
+        self.done += k
+        now = time.monotonic()
+        if now - self.last >= 1.0:
+            self.last = now
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            with contextlib.suppress(OSError):  # progress is best effort; it never fails a trial
+                tmp.write_text(json.dumps({"done": self.done}))
+                os.replace(tmp, self.path)
+
+
+def trial_row(
+    point: GridPoint, trial: Trial, epsilon: float, metrics: Mapping[str, Any], seconds: float
+) -> dict[str, Any]:
+    """A trial's stored row: where it sits, the point's swept values, the analytic ε, its metrics, the mechanism
+    runs the trial needs where its game counts them (models trained, generator runs: made or read from the cache)
+    and ``seconds``."""
+    runs = point.game.mechanism_runs(point.attack)
+    return {
+        "trial": trial.index,
+        "grid_point": trial.grid_index,
+        "repetition": trial.repetition,
+        "spawn_key": "/".join(map(str, trial.seed.spawn_key)),
+        **{key: _cell(value) for key, value in point.params.items()},
+        "epsilon_analytic": epsilon,
+        **metrics,
+        **({"mechanism_runs": runs} if runs else {}),
+        "seconds": seconds,
+    }
+
+
+#: an analysis of a played trial: the grid point, the trial, its settings (bound) and its analytic ε
+_Analysis = tuple[GridPoint, Trial, AnalysisSettings, float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What a worker sends back for one trial: its row, outcome and per-record rows, or its failure; and those of
+    the grid points of an analysis sweep that analysed the same play (``siblings``)."""
+
+    index: int
+    row: dict[str, Any] | None = None
+    outcome: TrialOutcome | None = None
+    records: list[dict[str, Any]] | None = None
+    failure: dict[str, Any] | None = None
+    siblings: tuple[_Attempt, ...] = ()
+    #: the warnings the trial's code issued: (category, message, filename, line), each distinct one once
+    warned: tuple[tuple[type[Warning], str, str, int], ...] = ()
+
+    def each(self) -> tuple[_Attempt, ...]:
+        """This trial's attempt and its siblings'."""
+        return (self, *self.siblings)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the trial's code called sys.exit({exc.code!r})"
+    return "".join(traceback.format_exception_only(exc)).strip()
+
+
+def _attempt(
+    point: GridPoint,
+    trial: Trial,
+    settings: AnalysisSettings,
+    epsilon: float,
+    cache: ArtefactCache | None = None,
+    progress_path: Path | None = None,
+    siblings: tuple[_Analysis, ...] = (),
+) -> _Attempt:
+    """Play one trial and analyse it, for its own grid point and for ``siblings`` (the other points of its play,
+    which analyse the same outcome).  An exception raised by the code (``SystemExit`` from a plugin included)
+    becomes a failure record instead of ending the run: of every analysis when the play raised, of one analysis
+    when only it did.  ``KeyboardInterrupt`` is not caught: Ctrl-C stops the run.
+
+    The trial runs with one BLAS thread, in whichever process plays it.  A BLAS product's rounding depends on its
+    thread count (a model release's numpy forward pass differed in the 7th digit between one and two threads), and
+    the parent, the loky workers (``cores // n_workers`` threads each) and Dask's workers have pools of different
+    sizes: with one thread everywhere, a trial's numbers, and its raw arrays' bytes, do not depend on who played it.
+    """
+    from threadpoolctl import threadpool_limits
+
+    # the trial's warnings go back with its result, so that the parent shows each once per run, whichever
+    # processes played the trials (each worker printed its own copy of the same warning before)
+    with warnings.catch_warnings(record=True) as caught, threadpool_limits(limits=1, user_api="blas"):
+        attempt = _play_and_analyse(point, trial, settings, epsilon, cache, progress_path, siblings)
+    warned = {(*_sendable(w.category, str(w.message)), str(w.filename), int(w.lineno)): None for w in caught}
+    return dataclasses.replace(attempt, warned=tuple(warned)) if warned else attempt
+
+
+def _sendable(category: type[Warning], message: str) -> tuple[type[Warning], str]:
+    """The warning's category and message as they can travel back from a worker: a category that cannot be
+    pickled (a class defined inside a function) would fail the trial's whole result, so it becomes a UserWarning
+    whose message names it."""
+    try:
+        pickle.dumps(category)
+    except Exception:
+        return UserWarning, f"{category.__name__}: {message}"
+    return category, message
+
+
+def _relay_warnings(attempt: _Attempt, seen: set[tuple[Any, ...]]) -> None:
+    """Issue, in the parent, each warning of ``attempt`` that no earlier trial of the run issued."""
+    for category, message, filename, lineno in attempt.warned:
+        if (category, message) not in seen:
+            seen.add((category, message))
+            warnings.warn_explicit(message, category, filename, lineno)
+
+
+def _play_and_analyse(
+    point: GridPoint,
+    trial: Trial,
+    settings: AnalysisSettings,
+    epsilon: float,
+    cache: ArtefactCache | None,
+    progress_path: Path | None,
+    siblings: tuple[_Analysis, ...],
+) -> _Attempt:
+    """The body of :func:`_attempt`, under its thread limit."""
+    analyses: tuple[_Analysis, ...] = ((point, trial, settings, epsilon), *siblings)
+    start = time.perf_counter()
+    try:
+        context = TrialContext(cache=cache, progress=None if progress_path is None else _ProgressFile(progress_path))
+        outcome = point.game.play(point.mechanism, point.attack, seed=trial.seed, context=context)
+        for name, array in outcome.arrays.items():
+            if np.asarray(array).dtype.hasobject:
+                raise TypeError(f"the outcome's array {name!r} has dtype object; results store numeric arrays only.")
+    except (Exception, SystemExit) as exc:
+        error, trace = _error_text(exc), "".join(traceback.format_exception(exc))
+        failed = [_failed(p, t, error, trace, time.perf_counter() - start) for p, t, _, _ in analyses]
+        return dataclasses.replace(failed[0], siblings=tuple(failed[1:]))
+    played = time.perf_counter() - start
+    done = []
+    for p, t, s, e in analyses:
+        begin = time.perf_counter()
+        try:
+            metrics, records = p.game.analyse(outcome, s, seed=t.seed)
+        except (Exception, SystemExit) as exc:
+            trace = "".join(traceback.format_exception(exc))
+            done.append(_failed(p, t, _error_text(exc), trace, played + time.perf_counter() - begin))
+            continue
+        row = trial_row(p, t, e, metrics, played + time.perf_counter() - begin)
+        row.update({f"seconds_{name}": float(value) for name, value in context.timings.items()})
+        done.append(_Attempt(t.index, row, outcome, records))
+    return dataclasses.replace(done[0], siblings=tuple(done[1:]))
+
+
+def _failed(point: GridPoint, trial: Trial, error: str, trace: str, seconds: float) -> _Attempt:
+    """The failure record of a trial (stored in the results directory's ``failures/``)."""
+    failure = {
+        "trial": trial.index,
+        "grid_point": trial.grid_index,
+        "repetition": trial.repetition,
+        "spawn_key": "/".join(map(str, trial.seed.spawn_key)),
+        "params": {key: _cell(value) for key, value in point.params.items()},
+        "error": error,
+        "traceback": trace,
+        "seconds": seconds,
+        "failed_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    return _Attempt(trial.index, failure=failure)
+
+
+def _job_failed(job: tuple[Any, ...], error: str, exc: BaseException) -> _Attempt:
+    """The failure records of a job that never played: its trial's and its siblings'."""
+    trace = "".join(traceback.format_exception(exc))
+    failed = [_failed(p, t, error, trace, 0.0) for p, t, *_ in ((job[0], job[1]), *job[6])]
+    return dataclasses.replace(failed[0], siblings=tuple(failed[1:]))
+
+
+def _worker_lost(job: tuple[Any, ...], exc: BaseException, what: str) -> _Attempt:
+    """The failure records of a job whose worker process died under it (``what`` says how often / where)."""
+    error = (
+        f"the worker process playing this trial died {what} (killed from outside, or out of memory): "
+        f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    )
+    return _job_failed(job, error, exc)
+
+
+def _worker_attempt(plugins: tuple[str, ...], source: Any, *job: Any) -> _Attempt:
+    """:func:`_attempt` in a worker process (loky or Dask), after importing the config's plugins there and putting
+    its ``[data]`` file's data set (``source``, a :class:`privgame.data.files.FileSource`, or None) in the
+    catalogue.
+
+    Unpickling a trial imports only the modules its components' classes live in; a plugin whose effect is a
+    registration (a data set, a patched table, a component another module names) would be missing in a worker and
+    present in the parent.  The imports are cached per process, so only a worker's first trial pays for them.  A
+    plugin that cannot be imported in the worker fails the job's trials with the reason (as in the parent).
+    """
+    try:
+        import_plugins(plugins, source="[experiment] plugins (in a worker)")
+        if source is not None:
+            from privgame.data.files import register_source
+
+            register_source(source, authoritative=True)  # the parent checked the name; an old run's entry yields
+    except (ConfigError, ValueError) as exc:
+        return _job_failed(job, str(exc), exc)
+    return _attempt(*job)
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _init_worker(parent: int, plugins: tuple[str, ...]) -> None:
+    """Loky worker initializer: :func:`_end_with_parent`, then the config's plugins imported before any trial
+    (a plugin that cannot be imported here fails each trial with the reason, from :func:`_worker_attempt`)."""
+    _end_with_parent(parent)
+    with contextlib.suppress(ConfigError):
+        import_plugins(plugins, source="[experiment] plugins (in a worker)")
+
+
+def _end_with_parent(parent: int) -> None:
+    """End this worker when ``parent`` (the run's process) dies, SIGKILL included.
+
+    On Linux the kernel does it (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); elsewhere a daemon thread polls
+    ``os.getppid()``.  Either way a parent that died before this ran is caught by the first check.
+
+    It also lifts loky's memory-leak guard, which restarts a worker whose memory grew by 300 MB after its first
+    task.  A worker's first task here is the no-op readiness ping (:func:`_worker_ready`), so the first trial's
+    imports and data (torch alone is about that much) tripped it: every worker was restarted once, paying its
+    start-up again, with a "worker stopped" warning.  A trial's memory is checked against the machine's before
+    the run (:mod:`privgame.engine.resources`), and trials keep nothing between them.
+    """
+    with contextlib.suppress(ImportError):
+        from joblib.externals.loky import process_executor
+
+        process_executor._MAX_MEMORY_LEAK_SIZE = 1 << 62  # loky reads it at each check
+    armed = False
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            armed = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    if os.getppid() != parent:
+        os._exit(1)
+    if not armed:
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="privgame-parent-watch", daemon=True).start()
+
+
+def _worker_ready() -> int:
+    """A no-op task: its completion says a worker has started and imported the runner."""
+    return os.getpid()
+
+
+class _RunsBar:
+    """In the parent: a second progress line counting mechanism runs (finished trials' plus running trials' files)."""
+
+    def __init__(self, store: ResultsStore, per_trial: dict[int, int], pending: list[Trial], progress: bool) -> None:
+        self.store = store
+        self.per_trial = per_trial
+        self.pending = {t.index: t for t in pending}
+        self.finished = 0
+        total = sum(per_trial[t.grid_index] for t in pending)
+        self.bar = tqdm(
+            total=total,
+            desc="mechanism runs",
+            unit="run",
+            disable=not progress or total == 0,
+            file=sys.stderr,
+            position=1,
+            leave=False,
+        )
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def finish(self, trial: int) -> None:
+        self.finished += self.per_trial[self.pending[trial].grid_index]
+        self.pending.pop(trial)
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.5):
+            running = 0
+            for index in list(self.pending):
+                with contextlib.suppress(OSError, ValueError):
+                    running += int(json.loads(self.store.progress_path(index).read_text())["done"])
+            value = min(self.finished + running, int(self.bar.total or 0))
+            if value != self.bar.n:
+                self.bar.n = value
+                self.bar.refresh()
+
+    def __enter__(self) -> _RunsBar:
+        if not self.bar.disable:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        self.bar.close()
+
+
+def point_settings(config: ExperimentConfig) -> list[AnalysisSettings]:
+    """The analysis settings of each grid point, bound to its mechanism's claim when the config chose estimators
+    (their families need it); computed once per play, in the parent."""
+    if not any(p.analysis.custom for p in config.grid):
+        return [p.analysis for p in config.grid]
+    claims = _point_claims(config)
+    return [
+        p.analysis.bind(claim, p.mechanism.canary_dependence) if p.analysis.custom else p.analysis
+        for p, claim in zip(config.grid, claims, strict=True)
+    ]
+
+
+def run_manifest(
+    config: ExperimentConfig, epsilons: list[float], blocks: Sequence[int] | None = None
+) -> dict[str, Any]:
+    """The manifest of a results directory of ``config`` (written first: it identifies the experiment)."""
+    try:
+        version = metadata.version("privgame")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {
+        "format": FORMAT_VERSION,
+        "privgame_version": version,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "config_hash": config.hash,
+        "normalised_config": config.normalised,
+        "config": dict(config.raw),
+        **({} if config.data_source is None else {"data_source": config.data_source.to_json()}),
+        "name": config.name,
+        "seed": config.seed,
+        "repetitions": config.repetitions,
+        "repetition_blocks": list(blocks or (config.repetitions,)),
+        "n_trials": config.n_trials,
+        "swept": list(config.swept),
+        **({"attack_points": list(config.attack_points)} if config.attack_points else {}),
+        "grid": [
+            {
+                "index": p.index,
+                "params": {k: _cell(v) for k, v in p.params.items()},
+                "epsilon_analytic": e,
+                "derived": p.mechanism.derived_parameters(),  # e.g. DP-SGD's calibrated σ (done with e above)
+            }
+            for p, e in zip(config.grid, epsilons, strict=True)
+        ],
+    }
+
+
+_DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+@dataclass(frozen=True, slots=True)
+class DaskScheduler:
+    """Where trials run on Dask, and how the client connects.
+
+    Parameters
+    ----------
+    address : str
+        ``"local"``: a ``LocalCluster`` of ``n_jobs`` single-threaded worker processes on this machine, its
+        scheduler on 127.0.0.1; else ``SCHEME://HOST:PORT`` of a running scheduler (``tcp://`` when no scheme is
+        given), e.g. ``tcp://10.0.0.5:8786``.
+    connect_timeout : float, default=10.0
+        Seconds to wait for the scheduler at ``address`` to answer before giving up with one line.
+    dashboard : bool, default=False
+        ``"local"`` only: serve the Dask dashboard on 127.0.0.1:8787 (another free port if that one is taken),
+        never on all interfaces.  Off by default; a running scheduler's dashboard is its own
+        (``dask scheduler --dashboard-address`` / ``--no-dashboard``).
+
+    Raises
+    ------
+    ValueError
+        If the address is neither ``"local"`` nor ``SCHEME://HOST:PORT``, the timeout is not a positive finite
+        number of seconds, or a dashboard is asked of a scheduler this run does not start.
+    """
+
+    address: str
+    connect_timeout: float = 10.0
+    dashboard: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.address, str):
+            raise TypeError(f"the Dask scheduler address must be a string, got {self.address!r}.")
+        if self.address != "local":
+            scheme, sep, location = self.address.partition("://")
+            if not sep:
+                scheme, location = "tcp", self.address
+            host, colon, port = location.rpartition(":")
+            if scheme not in _DASK_SCHEMES or not colon or not host.strip("[]") or not port.isdigit():
+                raise ValueError(
+                    f"the Dask scheduler address must be 'local' or SCHEME://HOST:PORT (SCHEME one of "
+                    f"{', '.join(_DASK_SCHEMES)}; e.g. tcp://10.0.0.5:8786), got {self.address!r}."
+                )
+            if not 1 <= int(port) <= 65535:
+                raise ValueError(f"the Dask scheduler's port must be in 1..65535, got {port} in {self.address!r}.")
+        timeout = self.connect_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+            raise ValueError(f"the Dask connect timeout must be a positive number of seconds, got {timeout!r}.")
+        if self.dashboard and self.address != "local":
+            raise ValueError(
+                "a Dask dashboard can only be asked of the local cluster (--dask-scheduler local); the scheduler at "
+                f"{self.address} serves its own (dask scheduler --dashboard-address)."
+            )
+
+
+def _dask_scheduler(value: str | DaskScheduler | None) -> DaskScheduler | None:
+    return value if value is None or isinstance(value, DaskScheduler) else DaskScheduler(value)
+
+
+def _distributed() -> Any:
+    try:
+        import dask.distributed
+    except ImportError:  # pragma: no cover - depends on the installed extras
+        raise ValueError("--dask-scheduler needs the 'dask' extra: pip install 'privgame[dask]'.") from None
+    return dask.distributed
+
+
+@contextlib.contextmanager
+def _backend(dask: DaskScheduler, n_jobs: int) -> Iterator[Any]:
+    """A ``distributed.Client`` of ``dask``: of a local cluster started here for ``"local"``, else of the scheduler
+    at its address (which :func:`_check_reachable` has reached already, saying so on stderr)."""
+    distributed = _distributed()
+    if dask.address == "local":
+        print(f"privgame: starting a local Dask cluster of {n_jobs} workers ...", file=sys.stderr)
+        with (
+            distributed.LocalCluster(
+                n_workers=n_jobs,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                worker_dashboard_address=None,
+                # the scheduler always serves a few HTTP routes (health, metrics); bound to 127.0.0.1 here, on a
+                # free port unless the dashboard is asked for (Dask's own default is every interface, port 8787)
+                scheduler_kwargs={
+                    "dashboard": dask.dashboard,
+                    "dashboard_address": "127.0.0.1:8787" if dask.dashboard else "127.0.0.1:0",
+                },
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            if dask.dashboard:
+                print(f"privgame: Dask dashboard at {cluster.dashboard_link}", file=sys.stderr)
+            yield client
+        return
+    with _connect(dask, quiet=True) as client:
+        yield client
+
+
+def _connect(dask: DaskScheduler, *, quiet: bool = False) -> Any:
+    """A ``distributed.Client`` connected to the scheduler at ``dask.address`` within its timeout, else one line.
+
+    Raises
+    ------
+    ValueError
+        If no scheduler answers in time (refused, unresolvable or silent address).
+    """
+    if not quiet:
+        print(
+            f"privgame: connecting to the Dask scheduler at {dask.address} (timeout {dask.connect_timeout:g} s) ...",
+            file=sys.stderr,
+        )
+    try:
+        client = _distributed().Client(dask.address, timeout=dask.connect_timeout)
+    except OSError as exc:  # dask's "Timed out trying to connect" and refused or unresolvable addresses
+        raise ValueError(
+            f"no Dask scheduler answered at {dask.address} within {dask.connect_timeout:g} s ({exc}); check the "
+            "address, that `dask scheduler` runs there and that its port is reachable (--dask-timeout to wait "
+            "longer)."
+        ) from None
+    workers = len(client.scheduler_info().get("workers", {}))
+    if not quiet:
+        print(f"privgame: connected to {dask.address}: {workers} worker{'s' if workers != 1 else ''}", file=sys.stderr)
+    if workers == 0:  # joblib would give up after 10 s; a batch queue may take hours to start the workers
+        if not quiet:
+            print(
+                "privgame: no worker has joined the scheduler yet; waiting for one (Ctrl-C to stop) ...",
+                file=sys.stderr,
+            )
+        try:
+            client.wait_for_workers(1)
+        except BaseException:
+            client.close()
+            raise
+    return client
+
+
+def _check_reachable(dask: DaskScheduler | None) -> None:
+    """Connect once to a remote scheduler before the results directory is made, so a dead address leaves
+    nothing behind, and wait there for a first worker (the run connects again when it dispatches trials)."""
+    if dask is not None and dask.address != "local":
+        _connect(dask).close()
+
+
+class TrialsFailed(RuntimeError):
+    """Some trials' code raised; every other trial is stored.  ``privgame run`` exits 1 with this message.
+
+    Attributes
+    ----------
+    root : Path
+        The results directory; each failed trial's error and traceback is in ``root/failures/trial-NNNNNN.json``.
+    failed : list of int
+        The trials that failed in this run.
+    stopped : bool
+        Whether the run stopped at the first failure (``fail_fast``), leaving other trials not run.
+    """
+
+    def __init__(self, root: Path, failed: Sequence[int], attempted: int, *, stopped: bool) -> None:
+        self.root, self.failed, self.stopped = root, sorted(failed), stopped
+        how = "stopped at the first failure (--fail-fast): " if stopped else ""
+        super().__init__(
+            f"{how}{len(self.failed)} of {attempted} trials failed ({describe_trials(self.failed)}); "
+            f"errors and tracebacks in {root / 'failures'}; the other trials are stored, and rerunning "
+            "`privgame run` with the same config retries the failed ones."
+        )
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run: ``finished`` of ``total`` trials are safely stored in ``root``."""
+
+    def __init__(self, root: Path, finished: int, total: int) -> None:
+        super().__init__(f"{finished} of {total} trials are stored in {root}")
+        self.root, self.finished, self.total = root, finished, total
+
+
+_OnResult = Callable[[_Attempt], bool]  # store one attempt; True: stop the run
+#: whether the parent plays trials while the workers start (tests switch it off to give the workers every trial)
+PARENT_PLAYS_WHILE_WORKERS_START = True
+_WORKER_DEATHS = 2  # a trial in flight when this many worker pools broke is recorded as failed
+#: bounds on the parent's trial time before workers are started (see :func:`_worker_start_delay`)
+_START_DELAY_BOUNDS = (0.5, 10.0)
+
+
+def _workers(n_jobs: int) -> int:
+    return joblib.cpu_count() if n_jobs == -1 else n_jobs
+
+
+def _worker_start_delay() -> float:
+    """How long the parent plays trials alone before it starts workers: as long as it took to start itself.
+
+    A worker's start-up (the interpreter, then the packages a trial needs) costs about what this process spent
+    before the run (its CPU time so far), and on a machine with few cores it slows the trials played meanwhile.
+    Waiting that long before paying it means a run that would take less in the parent never pays it, and a longer
+    one loses at most that delay (the ski-rental rule).  Bounded, for long-lived processes (a notebook) and for
+    configs that took long to build (σ calibration).
+    """
+    low, high = _START_DELAY_BOUNDS
+    return min(max(time.process_time(), low), high)
+
+
+#: thread-pool sizes each worker gets, as joblib's loky backend sets them (torch, BLAS and numba read these)
+_THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMBA_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def _worker_env(n_workers: int) -> dict[str, str]:
+    """Environment of the workers: ``cores // n_workers`` threads per pool (unless the user set a size), so that
+    n workers running torch or BLAS do not each start a thread per core."""
+    threads = str(max(joblib.cpu_count() // n_workers, 1))
+    env = {var: os.environ.get(var, threads) for var in _THREAD_VARS}
+    env.setdefault("ENABLE_IPC", os.environ.get("ENABLE_IPC", "1"))  # TBB schedulers coordinate across processes
+    return env
+
+
+def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult) -> None:
+    for job in jobs:
+        if on_result(_attempt(*job)):
+            return
+
+
+def _run_local(
+    jobs: Sequence[tuple[Any, ...]],
+    n_workers: int,
+    on_result: _OnResult,
+    plugins: tuple[str, ...] = (),
+    source: Any = None,
+) -> None:
+    """Run ``jobs`` in the parent and, once that has taken a while, on ``n_workers`` loky processes too.
+
+    Which process plays a trial never changes its numbers (each trial has its own seed), so this only decides
+    the time.  The parent plays trials from the start; after :func:`_worker_start_delay` a feeder thread starts
+    the workers, and once one is ready hands them the remaining trials (the parent finishes the trial it is
+    playing, then only stores results).  So a run shorter than the workers' start-up never starts them, and no
+    worker waits for the parent's trial in progress.  The feeder thread starts the workers and ends them before
+    it exits, as ``PR_SET_PDEATHSIG`` ties each worker to the thread that started it.  Every result is stored by
+    the calling thread.
+    """
+    from joblib.externals.loky import get_reusable_executor
+
+    parent_plays = PARENT_PLAYS_WHILE_WORKERS_START
+    delay = _worker_start_delay() if parent_plays else 0.0
+    queue = deque(jobs)  # the trials neither the parent nor a worker has taken yet
+    lock = threading.Lock()
+    ready, stop = threading.Event(), threading.Event()
+    # a future, a trial lost with its worker, an error of the feeder's, or None: the feeder is done
+    finished: SimpleQueue[Future[_Attempt] | _Attempt | BaseException | None] = SimpleQueue()
+
+    def start_pool() -> Any:  # a fresh pool when the last one broke (loky's reusable executor makes one)
+        return get_reusable_executor(
+            max_workers=n_workers,
+            timeout=300,
+            initializer=_init_worker,
+            initargs=(os.getpid(), plugins),
+            env=_worker_env(n_workers),
+        )
+
+    def feed() -> None:
+        executor = None
+        try:
+            if stop.wait(delay):
+                return  # the parent played every trial: no worker was needed
+            executor = start_pool()
+            pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
+            while parent_plays and not any(p.done() for p in pings):
+                if stop.wait(0.05):
+                    return
+            ready.set()
+            in_flight: dict[Future[_Attempt], tuple[Any, ...]] = {}
+            strikes: dict[int, int] = {}  # trial index -> pools that broke while it was in flight
+            while not stop.is_set():
+                with lock:
+                    while queue and len(in_flight) < 2 * n_workers:
+                        job = queue.popleft()
+                        in_flight[executor.submit(_worker_attempt, plugins, source, *job)] = job
+                if not in_flight:
+                    return
+                done, _ = wait(set(in_flight), timeout=0.2, return_when=FIRST_COMPLETED)
+                broken = next((f.exception() for f in done if isinstance(f.exception(), BrokenProcessPool)), None)
+                if broken is None:
+                    for future in done:
+                        del in_flight[future]
+                        finished.put(future)
+                    continue
+                # a worker died (SIGKILL, out of memory): loky fails every trial in flight with it.  Each of those
+                # gets a strike and is played again on a fresh pool; one that was in flight at two deaths is
+                # recorded as failed, so a trial that kills its worker every time cannot stop the run.  A trial
+                # that finished before the pool broke keeps its result.
+                wait(set(in_flight))
+                again = []
+                for future, job in in_flight.items():
+                    if not isinstance(future.exception(), BrokenProcessPool):
+                        finished.put(future)
+                        continue
+                    strikes[job[1].index] = strikes.get(job[1].index, 0) + 1
+                    if strikes[job[1].index] >= _WORKER_DEATHS:
+                        finished.put(_worker_lost(job, broken, f"{_WORKER_DEATHS} times"))
+                    else:
+                        again.append(job)
+                in_flight.clear()
+                with lock:
+                    queue.extendleft(reversed(again))
+                executor = start_pool()
+        except BaseException as exc:  # handed to the calling thread, which raises it
+            finished.put(exc)
+        finally:
+            if executor is not None:  # by the thread that started them: trials abandoned, if any, end with them
+                executor.shutdown(wait=True, kill_workers=True)
+            finished.put(None)
+
+    feeder = threading.Thread(target=feed, name="privgame-feeder", daemon=True)
+    feeder.start()
+    try:
+        while parent_plays and not ready.is_set():
+            with lock:
+                job = queue.popleft() if queue else None
+            if job is None:
+                stop.set()  # the parent took every trial: workers are not needed
+                break
+            if on_result(_attempt(*job)):
+                return
+        while True:
+            try:
+                item = finished.get(timeout=0.5)
+            except Empty:
+                continue
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            if on_result(item if isinstance(item, _Attempt) else item.result()):
+                return
+    finally:
+        stop.set()
+        feeder.join(timeout=30)
+
+
+def _run_dask(
+    jobs: Sequence[tuple[Any, ...]],
+    dask: DaskScheduler,
+    n_workers: int,
+    on_result: _OnResult,
+    plugins: tuple[str, ...] = (),
+    source: Any = None,
+) -> None:
+    """Submit every trial to the Dask scheduler at once and store each as it finishes.
+
+    Straight through ``distributed`` rather than joblib's ``dask`` backend, which runs every trial in the client
+    when the cluster has a single thread and keeps only twice the threads present at the start in flight (so
+    workers joining later, as batch jobs do, would get nothing).  A worker lost mid-trial makes the scheduler
+    run that trial again on another worker; the trial's own seed gives the same result.
+
+    The scheduler blames every trial on a worker that dies, the innocent ones queued beside the one that killed
+    it included.  A trial the scheduler gives up on (``KilledWorker``) is therefore played once more after the
+    others, alone on the cluster, and recorded as failed only if its workers die then too.
+    """
+    import uuid
+
+    killed_worker = _distributed().KilledWorker
+    with _backend(dask, n_workers) as client:
+        run = uuid.uuid4().hex[:8]
+
+        def submit(job: tuple[Any, ...], attempt: int) -> Any:
+            key = f"privgame-trial-{job[1].index:06d}-{run}-{attempt}"
+            return client.submit(_worker_attempt, plugins, source, *job, key=key, pure=False)
+
+        futures = [submit(job, 0) for job in jobs]
+        suspects: list[tuple[Any, ...]] = []
+        try:
+            job_of = {future.key: job for future, job in zip(futures, jobs, strict=True)}
+            for future in _distributed().as_completed(futures):
+                try:
+                    attempt = future.result()
+                except killed_worker:  # blamed for a worker's death, maybe only for sharing the culprit's worker
+                    suspects.append(job_of[future.key])
+                    future.release()
+                    continue
+                future.release()
+                if on_result(attempt):
+                    return
+            for job in suspects:  # alone now: a death is this trial's own doing
+                future = submit(job, 1)
+                futures.append(future)
+                try:
+                    attempt = future.result()
+                except killed_worker as exc:  # the scheduler retried it on other workers, and each one died
+                    attempt = _worker_lost(job, exc, "on every worker the scheduler tried")
+                future.release()
+                if on_result(attempt):
+                    return
+        finally:
+            client.cancel(futures)  # abandons the trials not yet done (fail-fast, Ctrl-C)
+
+
+def _jobs(
+    config: ExperimentConfig,
+    pending: Sequence[Trial],
+    epsilons: Sequence[float],
+    cache: ArtefactCache | None,
+    progress_path: Callable[[int], Path] | None,
+) -> list[tuple[Any, ...]]:
+    """One job per pending play: its first pending trial, played, and the other pending trials of the same play
+    and repetition (an analysis sweep's points), analysed on the same outcome."""
+    per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
+    settings = point_settings(config)
+    plays: dict[tuple[int, int], list[Trial]] = {}
+    for t in pending:
+        plays.setdefault((config.grid[t.grid_index].play, t.repetition), []).append(t)
+    jobs = []
+    for main, *rest in plays.values():
+        g = main.grid_index
+        siblings = tuple((config.grid[t.grid_index], t, settings[t.grid_index], epsilons[t.grid_index]) for t in rest)
+        progress = progress_path(main.index) if progress_path is not None and per_trial[g] else None
+        jobs.append((config.grid[g], main, settings[g], epsilons[g], cache, progress, siblings))
+    return jobs
+
+
+def _blocks_for(config: ExperimentConfig, out: str | Path, force: bool) -> tuple[tuple[int, ...], bool]:
+    """The repetition blocks of a run of ``config`` into ``out``, and whether the run adds repetitions to it.
+
+    A directory holding this experiment with fewer repetitions per grid point (the config or ``--repetitions``
+    asks for more) keeps its trials and their numbers: the new repetitions are a block of their own.
+
+    Raises
+    ------
+    StoreError
+        If ``out`` holds this experiment with more repetitions than asked (a run cannot drop trials).
+    """
+    own = (config.repetitions,)
+    root = Path(out)
+    if force or not (root / "manifest.json").is_file():
+        return own, False
+    try:
+        old = ResultsStore(root).manifest()
+    except StoreError:
+        return own, False  # open_for_run says why the directory cannot be used
+    normalised = old.get("normalised_config")
+    if not isinstance(normalised, Mapping):
+        return own, False
+    drop = lambda c: {k: v for k, v in c.items() if k != "repetitions"}  # noqa: E731
+    if config_hash(drop(normalised)) != config_hash(drop(config.normalised)):
+        return own, False  # another experiment: open_for_run refuses it, naming the differences
+    blocks = repetition_blocks(old)
+    if config.repetitions < blocks[-1]:
+        raise StoreError(
+            f"--out {str(root)!r} holds this experiment with {blocks[-1]} repetitions per grid point; "
+            f"{config.repetitions} would drop trials: give --repetitions {blocks[-1]} or more (more adds repetitions)."
+        )
+    if config.repetitions == blocks[-1]:
+        return blocks, False
+    return (*blocks, config.repetitions), True
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    out: str | Path,
+    *,
+    config_bytes: bytes = b"",
+    n_jobs: int = 1,
+    force: bool = False,
+    progress: bool = True,
+    dask_scheduler: str | DaskScheduler | None = None,
+    cache: ArtefactCache | None = None,
+    fail_fast: bool = False,
+) -> ResultsStore:
+    """Run (or resume) every trial of ``config`` into the results directory ``out``.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+        A validated config (:func:`privgame.engine.config.load_config`).
+    out : str or Path
+        Results directory; created if needed, resumed if it holds this config's results (compared by
+        :attr:`ExperimentConfig.hash`).  Trials already finished are kept; damaged ones (a file missing or not
+        matching its checksum) and failed ones are played again, from their own seeds.
+    config_bytes : bytes, default=b""
+        The config file as given, copied into ``out``.
+    n_jobs : int, default=1
+        Parallel workers (joblib semantics: -1 = all cores).  Results are identical for any value.
+    force : bool, default=False
+        Delete results of a different config in ``out`` instead of refusing.
+    progress : bool, default=True
+        Show a progress bar on stderr.
+    dask_scheduler : str, DaskScheduler or None, default=None
+        A ``dask.distributed`` scheduler to run on: its address (``"local"`` starts a local cluster), or a
+        :class:`DaskScheduler` that also sets the connect timeout and the local dashboard.  Results are identical
+        to a local run's; a worker lost in the middle of the run only makes its trials run again elsewhere.
+    cache : ArtefactCache or None, default=None
+        The artefact cache lent to every trial (generator runs, shadow tables); ``None``: nothing is cached.
+        Cached artefacts equal recomputed ones, so it never changes a number, only the time.
+    fail_fast : bool, default=False
+        Stop at the first trial that fails instead of running the others.
+
+    Returns
+    -------
+    ResultsStore
+
+    Raises
+    ------
+    privgame.engine.store.StoreError
+        If ``out`` holds another config's results and ``force`` is false.
+    TrialsFailed
+        After the run, if some trials' code raised (their errors are in ``out/failures/``; the rest is stored).
+    RunInterrupted
+        On Ctrl-C (a ``KeyboardInterrupt``), once the workers are stopped; every finished trial is stored.
+    """
+    check_n_jobs(n_jobs)
+    problem = writable_directory_problem(out, what="out")
+    if problem is not None:
+        raise ValueError(f"{problem}.")
+    dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
+    _check_reachable(dask)
+    blocks, extending = _blocks_for(config, out, force)
+    epsilons = analytic_epsilons(config, progress)
+    manifest = run_manifest(config, epsilons, blocks)
+    if extending:
+        old = ResultsStore(out).manifest()
+        print(
+            f"privgame: adding repetitions {blocks[-2]} → {blocks[-1]} per grid point to {printable(str(out))} "
+            f"(its {len(config.grid) * blocks[-2]} trials are kept as they are).",
+            file=sys.stderr,
+        )
+        manifest["created"] = old.get("created", manifest["created"])
+        added: list[Any] = old["repetitions_added"] if isinstance(old.get("repetitions_added"), list) else []
+        manifest["repetitions_added"] = [
+            *added,
+            {"from": blocks[-2], "to": blocks[-1], "at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")},
+        ]
+        ResultsStore(out).rewrite_manifest(manifest)
+    store = ResultsStore.open_for_run(out, manifest, config_bytes, force=force)
+    damaged = store.damaged()
+    if damaged:
+        first = min(damaged)
+        print(
+            f"privgame: {len(damaged)} damaged trial{'s' if len(damaged) > 1 else ''} in {store.root} "
+            f"({describe_trials(set(damaged))}; trial {first}: {damaged[first]}) will be run again.",
+            file=sys.stderr,
+        )
+        store.discard(sorted(damaged))
+    done = store.done()
+    pending = [t for t in plan_trials(config, blocks) if t.index not in done]
+    jobs = _jobs(config, pending, epsilons, cache, store.progress_path)
+    bar = tqdm(
+        total=config.n_trials,
+        initial=config.n_trials - len(pending),
+        desc=printable(config.name),
+        unit="trial",
+        disable=not progress,
+        file=sys.stderr,
+    )
+    per_trial = {p.index: p.game.mechanism_runs(p.attack) for p in config.grid}
+    runs_bar = _RunsBar(store, per_trial, [job[1] for job in jobs], progress)
+    failed: list[int] = []
+
+    warned: set[tuple[Any, ...]] = set()
+
+    def on_result(attempt: _Attempt) -> bool:
+        _relay_warnings(attempt, warned)
+        for one in attempt.each():
+            if one.failure is None:
+                assert one.row is not None and one.outcome is not None  # set together by _attempt
+                store.write_trial(one.index, one.row, one.outcome, one.records)
+            else:
+                path = store.write_failure(one.index, one.failure)
+                failed.append(one.index)
+                tqdm.write(f"privgame: trial {one.index} failed: {one.failure['error']} ({path})", file=sys.stderr)
+                bar.set_postfix(failed=len(failed))
+            bar.update(1)
+        runs_bar.finish(attempt.index)
+        return fail_fast and any(one.failure is not None for one in attempt.each())
+
+    workers = _workers(n_jobs)
+    try:
+        with bar, runs_bar:
+            if dask is not None:
+                if jobs:
+                    _run_dask(jobs, dask, workers, on_result, config.plugins, config.data_source)
+            elif workers == 1 or len(jobs) <= 1:
+                _run_in_parent(jobs, on_result)
+            else:
+                _run_local(jobs, workers, on_result, config.plugins, config.data_source)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            store.write_results()
+        raise RunInterrupted(store.root, len(store.done()), config.n_trials) from None
+    store.write_results()
+    if failed:
+        raise TrialsFailed(store.root, failed, len(pending), stopped=fail_fast)
+    return store
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What ``privgame run --dry-run`` reports: the plan, what is already done, and the estimates.
+
+    Attributes
+    ----------
+    grid : list of dict
+        Each grid point's swept values, in grid order.
+    n_trials : int
+    finished, damaged, failed : int
+        Trials of ``out`` finished, damaged (to be run again) and failed (to be retried).
+    refusal : str or None
+        Why a run into ``out`` would be refused (another config's results), or ``None``.
+    seconds_per_trial : float or None
+        Estimated compute time of one trial (``None`` when nothing is left to run and none is finished).
+    seconds_source : str
+        Where the estimate comes from: finished trials' ``seconds``, or one trial timed here and not stored.
+    trial_bytes : list of int or None
+        The config's memory estimate of one trial per grid point (:func:`privgame.engine.resources.trial_bytes`).
+    peak_rss_bytes : int or None
+        This process's peak resident memory after the timed trial (``None`` when no trial was timed).
+    timing_error : str or None, default=None
+        The error of the timed trial, when its code raised (a real run would record it in ``failures/``).
+    adding : tuple of (int, int) or None, default=None
+        The repetitions per grid point that ``out`` holds and that a run would bring it to, when it would add some.
+    """
+
+    grid: list[dict[str, Any]]
+    n_trials: int
+    finished: int
+    damaged: int
+    failed: int
+    refusal: str | None
+    seconds_per_trial: float | None
+    seconds_source: str
+    trial_bytes: list[int] | None
+    peak_rss_bytes: int | None
+    timing_error: str | None = None
+    adding: tuple[int, int] | None = None
+
+
+def _peak_rss_bytes() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # Linux reports KiB
+
+
+def dry_run(
+    config: ExperimentConfig,
+    out: str | Path,
+    *,
+    announce: Callable[[str], None] | None = None,
+) -> DryRun:
+    """Plan a run of ``config`` into ``out`` without running it: nothing in ``out`` is created or changed.
+
+    The time per trial is the median ``seconds`` of the trials already finished in ``out``, or else one pending
+    trial is played here, timed and thrown away (without the artefact cache, so it is an upper bound for runs
+    that hit the cache).
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+    out : str or Path
+    announce : callable or None, default=None
+        Called with a line before a trial is timed (it may take a while).
+
+    Returns
+    -------
+    DryRun
+    """
+    root = Path(out)
+    finished: set[int] = set()
+    damaged = failed = 0
+    refusal = None
+    seconds = None
+    source = "nothing to time"
+    timing_error = None
+    blocks: tuple[int, ...] = (config.repetitions,)
+    adding = None
+    if (root / "manifest.json").is_file():
+        store = ResultsStore(root)
+        epsilons = [analytic_epsilon(point) for point in config.grid]
+        try:
+            blocks, extending = _blocks_for(config, root, force=False)
+            if extending:
+                adding = (blocks[-2], blocks[-1])
+            else:
+                store.check_same_experiment(run_manifest(config, epsilons, blocks))
+        except StoreError as exc:
+            refusal = str(exc)
+        else:
+            scan = store.scan()
+            finished, damaged, failed = scan.finished, len(scan.damaged), len(scan.failures)
+            if not scan.rows.empty and "seconds" in scan.rows:
+                seconds = float(np.median(scan.rows["seconds"].to_numpy(dtype=float)))
+                source = f"median of the {len(scan.rows)} finished trials"
+    elif root.exists() and not root.is_dir():
+        refusal = f"--out {str(root)!r} exists and is not a directory."
+    pending = [t for t in plan_trials(config, blocks) if t.index not in finished]
+    peak = None
+    if seconds is None and pending:
+        trial = pending[0]
+        if announce is not None:
+            announce(f"timing trial {trial.index} (grid point {trial.grid_index}; not stored) ...")
+        point = config.grid[trial.grid_index]
+        settings = (
+            point.analysis.bind(point.mechanism.privacy_claim(), point.mechanism.canary_dependence)
+            if point.analysis.custom
+            else point.analysis
+        )
+        attempt = _attempt(point, trial, settings, analytic_epsilon(point))
+        if attempt.failure is not None:
+            timing_error = f"trial {trial.index} failed: {attempt.failure['error']}"
+        else:
+            assert attempt.row is not None  # set with the outcome by _attempt
+            seconds = float(attempt.row["seconds"])
+            source = f"trial {trial.index}, timed here and not stored"
+        peak = _peak_rss_bytes()
+    estimate: list[int] | None = None
+    with contextlib.suppress(ImportError, AttributeError):
+        trial_bytes = importlib.import_module("privgame.engine.resources").trial_bytes
+        estimate = [int(trial_bytes(point)) for point in config.grid]
+    return DryRun(
+        grid=[{k: _cell(v) for k, v in p.params.items()} for p in config.grid],
+        n_trials=config.n_trials,
+        finished=len(finished),
+        damaged=damaged,
+        failed=failed,
+        refusal=refusal,
+        seconds_per_trial=seconds,
+        seconds_source=source,
+        trial_bytes=estimate,
+        peak_rss_bytes=peak,
+        timing_error=timing_error,
+        adding=adding,
+    )

@@ -1,0 +1,76 @@
+"""A damaged artefact-cache entry is detected and recomputed, never reused: a run on a tampered cache gives the
+numbers of a run without one (issue 22).
+
+Each case runs a tiny cached record-game experiment through the command, tampers with the cache's entries, and
+runs it again into another directory: the second run must warn, and its rows (with their raw arrays' checksums)
+must equal those of a ``--no-cache`` run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from privgame.engine.cli import main
+from privgame.engine.store import drop_timings
+from tests.conftest import TINY_MODEL_SEEDED
+
+
+def _rows(out: Path) -> pd.DataFrame:
+    return pd.read_parquet(out / "results.parquet").pipe(drop_timings)
+
+
+def _run(config: Path, out: Path, *cache: str) -> pd.DataFrame:
+    assert main(["run", str(config), "--out", str(out), "--no-progress", *cache]) == 0
+    return _rows(out)
+
+
+def _entries(cache: Path, ext: str) -> list[Path]:
+    return sorted(cache.rglob(f"*.{ext}"))
+
+
+def _swap_all(cache: Path) -> None:
+    """Every entry's payload and marker replaced by the next entry's: each checksum matches its payload, but every
+    entry is another artefact."""
+    entries = _entries(cache, "parquet")
+    assert len(entries) >= 2
+    saved = [(p.read_bytes(), p.with_suffix(".sha256").read_bytes()) for p in entries]
+    for k, path in enumerate(entries):
+        payload, marker = saved[(k + 1) % len(saved)]
+        path.write_bytes(payload)
+        path.with_suffix(".sha256").write_bytes(marker)
+
+
+def _truncate_all(cache: Path) -> None:
+    for path in _entries(cache, "parquet"):
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _drop_payloads(cache: Path) -> None:
+    """Markers left pointing at missing payloads."""
+    for path in _entries(cache, "parquet"):
+        path.unlink()
+
+
+@pytest.mark.parametrize("tamper", [_swap_all, _truncate_all, _drop_payloads], ids=["swapped", "truncated", "missing"])
+def test_a_tampered_cache_entry_is_recomputed_not_reused(tmp_path, tamper):
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_MODEL_SEEDED)
+    cache = tmp_path / "cache"
+    clean = _run(config, tmp_path / "clean", "--no-cache")
+    first = _run(config, tmp_path / "first", "--cache-dir", str(cache))
+    pd.testing.assert_frame_equal(first, clean)
+    tamper(cache)
+    with pytest.warns(UserWarning, match="corrupted cache entry"):
+        again = _run(config, tmp_path / "again", "--cache-dir", str(cache))
+    pd.testing.assert_frame_equal(again, clean)
+    # the damaged entries were replaced by good ones: a third run hits them all, silently, with the same numbers
+    shutil.rmtree(tmp_path / "again")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        third = _run(config, tmp_path / "again", "--cache-dir", str(cache))
+    pd.testing.assert_frame_equal(third, clean)
