@@ -24,15 +24,15 @@ from tqdm.auto import tqdm
 
 from privgame.engine._text import printable
 from privgame.engine.config import ExperimentConfig, parse_config
-from privgame.engine.runner import (
+from privgame.engine.plan import (
     analytic_epsilons,
     plan_trials,
     point_settings,
     repetition_blocks,
     run_manifest,
     trial_index,
-    trial_row,
 )
+from privgame.engine.runner import trial_row
 from privgame.engine.store import ResultsStore, StoreError, describe_trials
 
 __all__ = ["foreign_estimators", "reanalyse", "reanalysis_config"]

@@ -1,10 +1,11 @@
-"""The seeded parallel runner: grid × repetitions → trials → results directory.
+"""The seeded parallel runner: an experiment's pending trials → their rows in the results directory.
 
-Seeding: trial j of grid point g gets ``SeedSequence(seed).spawn(n_grid)[g].spawn(repetitions)[j]``, spawned in
-the parent in trial order, so results are identical for any ``n_jobs`` and backend, and a trial's numbers depend
-only on (seed, g, j).  Trials run in the parent (``n_jobs=1``), in loky worker processes on one machine, or on
-the workers of a ``dask.distributed`` cluster (:class:`DaskScheduler`); they come back as they finish and are
-written at once, so an interrupted run loses at most the trials in flight and resumes where it stopped.
+:func:`run_experiment` is the whole flow of one experiment, in one line: the config is planned
+(:func:`privgame.engine.plan.plan_experiment`: every trial with its own seed, spawned in the parent, the analytic ε
+and the manifest), the results directory is opened with that manifest (:meth:`ResultsStore.open_for_run`), and the
+trials it does not hold yet are played and written.  Trials run in the parent (``n_jobs=1``), in loky worker processes
+on one machine, or on the workers of a ``dask.distributed`` cluster (:class:`DaskScheduler`); they come back as they
+finish and are written at once, so an interrupted run loses at most the trials in flight and resumes where it stopped.
 
 With workers, the parent plays trials itself first; only once it has played for as long as it took to start
 (its CPU time before the run, 0.5 to 10 s) are the workers started, and once one is ready they get the rest: an
@@ -21,7 +22,6 @@ import ctypes
 import dataclasses
 import datetime as _dt
 import importlib
-import itertools
 import json
 import math
 import os
@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWorkerError is one
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import Any
@@ -49,137 +48,30 @@ from tqdm.auto import tqdm
 
 from privgame.core.cache import ArtefactCache
 from privgame.engine._text import printable
-from privgame.engine.config import ConfigError, ExperimentConfig, GridPoint, config_hash, import_plugins
+from privgame.engine.config import ConfigError, ExperimentConfig, GridPoint, import_plugins
+from privgame.engine.plan import (
+    Trial,
+    analytic_epsilon,
+    cell,
+    plan_experiment,
+    plan_trials,
+    point_settings,
+    repetition_plan,
+    run_manifest,
+)
 from privgame.engine.resources import check_n_jobs, writable_directory_problem
-from privgame.engine.store import FORMAT_VERSION, ResultsStore, StoreError, describe_trials
+from privgame.engine.store import ResultsStore, StoreError, describe_trials
 from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
 
 __all__ = [
     "DaskScheduler",
     "DryRun",
     "RunInterrupted",
-    "Trial",
     "TrialsFailed",
-    "analytic_epsilon",
-    "analytic_epsilons",
     "dry_run",
-    "plan_trials",
-    "point_settings",
-    "repetition_blocks",
     "run_experiment",
-    "run_manifest",
-    "trial_index",
     "trial_row",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Trial:
-    """One trial: repetition ``repetition`` of grid point ``grid_index``, with its own seed."""
-
-    index: int
-    grid_index: int
-    repetition: int
-    seed: np.random.SeedSequence
-
-
-def repetition_blocks(manifest: Mapping[str, Any]) -> tuple[int, ...]:
-    """The repetition blocks of a results manifest: the repetitions per grid point after the first run and after
-    each ``--repetitions`` that added some (increasing; the last is ``repetitions``).
-
-    Raises
-    ------
-    StoreError
-        If the manifest's blocks are not increasing positive integers ending at its ``repetitions``.
-    """
-    repetitions = manifest.get("repetitions")
-    blocks = manifest.get("repetition_blocks", [repetitions])
-    valid = (
-        isinstance(blocks, list)
-        and blocks
-        and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in blocks)
-        and all(a < b for a, b in itertools.pairwise(blocks))
-        and blocks[-1] == repetitions
-    )
-    if not valid:
-        raise StoreError(
-            f"the manifest's repetition_blocks {blocks!r} are not increasing counts ending at its repetitions "
-            f"{repetitions!r}."
-        )
-    return tuple(blocks)
-
-
-def trial_index(grid_index: int, repetition: int, n_grid: int, blocks: Sequence[int]) -> int:
-    """The number of repetition ``repetition`` of grid point ``grid_index``: the trials of the first run are
-    numbered ``g·R₀ + j``, and those each later block added follow, numbered the same way within the block, so
-    adding repetitions never renumbers a trial."""
-    start = 0
-    for end in blocks:
-        if repetition < end:
-            return n_grid * start + grid_index * (end - start) + (repetition - start)
-        start = end
-    raise ValueError(f"repetition {repetition} is beyond the {start} repetitions of the blocks {list(blocks)}.")
-
-
-def plan_trials(config: ExperimentConfig, blocks: Sequence[int] | None = None) -> list[Trial]:
-    """Every trial of ``config`` in trial order, each with its child ``SeedSequence`` (spawned here, in the parent).
-
-    Trial j of grid point g has the seed ``SeedSequence(seed).spawn(n_plays)[p].spawn(repetitions)[j]``, p the
-    point's play (:attr:`privgame.engine.config.GridPoint.play`: g itself unless the analysis is swept), so the points
-    of an analysis sweep analyse the same trials, and adding repetitions adds seeds without changing the others.
-    ``blocks``: the results directory's :func:`repetition_blocks` (default: one block, the config's repetitions).
-    """
-    blocks = (config.repetitions,) if blocks is None else tuple(blocks)
-    if blocks[-1] != config.repetitions:
-        raise ValueError(f"the repetition blocks {list(blocks)} must end at the config's {config.repetitions}.")
-    trials = []
-    n_grid = len(config.grid)
-    for g, point in enumerate(config.grid):
-        play_seed = np.random.SeedSequence(config.seed, spawn_key=(point.play,))  # = SeedSequence(seed).spawn(·)[p]
-        for j, seed in enumerate(play_seed.spawn(config.repetitions)):
-            trials.append(Trial(trial_index(g, j, n_grid, blocks), g, j, seed))
-    return sorted(trials, key=lambda t: t.index)
-
-
-def _point_claims(config: ExperimentConfig) -> list[Any]:
-    """Each grid point's privacy claim, asked once per play (the points of an analysis sweep share a mechanism)."""
-    by_play: dict[int, Any] = {}
-    for point in config.grid:
-        if point.play not in by_play:
-            by_play[point.play] = point.mechanism.privacy_claim()
-    return [by_play[point.play] for point in config.grid]
-
-
-def analytic_epsilon(point: GridPoint, delta: float | None = None, claim: Any = False) -> float:
-    """The mechanism's analytic ε at ``delta`` (default: the point's own δ); NaN when it claims no guarantee."""
-    claim = point.mechanism.privacy_claim() if claim is False else claim
-    return math.nan if claim is None else claim.epsilon(point.analysis.delta if delta is None else delta)
-
-
-def analytic_epsilons(config: ExperimentConfig, progress: bool) -> list[float]:
-    """Every grid point's analytic ε at its δ, under its own progress line: this step calibrates what mechanisms
-    derive from their parameters (DP-SGD's σ, tens of seconds per target ε the first time), before any trial."""
-    calibrates = any(getattr(point.mechanism, "derives_parameters", bool)() for point in config.grid)
-    with tqdm(  # closed (its line cleared) before an error is printed, too
-        total=len(config.grid),
-        desc="analytic ε (σ calibration)" if calibrates else "analytic ε",
-        unit="point",
-        disable=not progress,
-        file=sys.stderr,
-        leave=False,
-    ) as bar:
-        claims: dict[int, Any] = {}
-        epsilons = []
-        for point in config.grid:
-            if point.play not in claims:
-                claims[point.play] = point.mechanism.privacy_claim()
-            epsilons.append(analytic_epsilon(point, claim=claims[point.play]))
-            bar.update(1)
-        return epsilons
-
-
-def _cell(value: Any) -> Any:
-    return value if isinstance(value, bool | int | float | str) else str(value)
 
 
 class _ProgressFile:
@@ -213,7 +105,7 @@ def trial_row(
         "grid_point": trial.grid_index,
         "repetition": trial.repetition,
         "spawn_key": "/".join(map(str, trial.seed.spawn_key)),
-        **{key: _cell(value) for key, value in point.params.items()},
+        **{key: cell(value) for key, value in point.params.items()},
         "epsilon_analytic": epsilon,
         **metrics,
         **({"mechanism_runs": runs} if runs else {}),
@@ -343,7 +235,7 @@ def _failed(point: GridPoint, trial: Trial, error: str, trace: str, seconds: flo
         "grid_point": trial.grid_index,
         "repetition": trial.repetition,
         "spawn_key": "/".join(map(str, trial.seed.spawn_key)),
-        "params": {key: _cell(value) for key, value in point.params.items()},
+        "params": {key: cell(value) for key, value in point.params.items()},
         "error": error,
         "traceback": trace,
         "seconds": seconds,
@@ -483,53 +375,6 @@ class _RunsBar:
         if self.thread.is_alive():
             self.thread.join()
         self.bar.close()
-
-
-def point_settings(config: ExperimentConfig) -> list[AnalysisSettings]:
-    """The analysis settings of each grid point, bound to its mechanism's claim when the config chose estimators
-    (their families need it); computed once per play, in the parent."""
-    if not any(p.analysis.custom for p in config.grid):
-        return [p.analysis for p in config.grid]
-    claims = _point_claims(config)
-    return [
-        p.analysis.bind(claim, p.mechanism.canary_dependence) if p.analysis.custom else p.analysis
-        for p, claim in zip(config.grid, claims, strict=True)
-    ]
-
-
-def run_manifest(
-    config: ExperimentConfig, epsilons: list[float], blocks: Sequence[int] | None = None
-) -> dict[str, Any]:
-    """The manifest of a results directory of ``config`` (written first: it identifies the experiment)."""
-    try:
-        version = metadata.version("privgame")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return {
-        "format": FORMAT_VERSION,
-        "privgame_version": version,
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "config_hash": config.hash,
-        "normalised_config": config.normalised,
-        "config": dict(config.raw),
-        **({} if config.data_source is None else {"data_source": config.data_source.to_json()}),
-        "name": config.name,
-        "seed": config.seed,
-        "repetitions": config.repetitions,
-        "repetition_blocks": list(blocks or (config.repetitions,)),
-        "n_trials": config.n_trials,
-        "swept": list(config.swept),
-        **({"attack_points": list(config.attack_points)} if config.attack_points else {}),
-        "grid": [
-            {
-                "index": p.index,
-                "params": {k: _cell(v) for k, v in p.params.items()},
-                "epsilon_analytic": e,
-                "derived": p.mechanism.derived_parameters(),  # e.g. DP-SGD's calibrated σ (done with e above)
-            }
-            for p, e in zip(config.grid, epsilons, strict=True)
-        ],
-    }
 
 
 _DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
@@ -955,42 +800,6 @@ def _jobs(
     return jobs
 
 
-def _blocks_for(config: ExperimentConfig, out: str | Path, force: bool) -> tuple[tuple[int, ...], bool]:
-    """The repetition blocks of a run of ``config`` into ``out``, and whether the run adds repetitions to it.
-
-    A directory holding this experiment with fewer repetitions per grid point (the config or ``--repetitions``
-    asks for more) keeps its trials and their numbers: the new repetitions are a block of their own.
-
-    Raises
-    ------
-    StoreError
-        If ``out`` holds this experiment with more repetitions than asked (a run cannot drop trials).
-    """
-    own = (config.repetitions,)
-    root = Path(out)
-    if force or not (root / "manifest.json").is_file():
-        return own, False
-    try:
-        old = ResultsStore(root).manifest()
-    except StoreError:
-        return own, False  # open_for_run says why the directory cannot be used
-    normalised = old.get("normalised_config")
-    if not isinstance(normalised, Mapping):
-        return own, False
-    drop = lambda c: {k: v for k, v in c.items() if k != "repetitions"}  # noqa: E731
-    if config_hash(drop(normalised)) != config_hash(drop(config.normalised)):
-        return own, False  # another experiment: open_for_run refuses it, naming the differences
-    blocks = repetition_blocks(old)
-    if config.repetitions < blocks[-1]:
-        raise StoreError(
-            f"--out {str(root)!r} holds this experiment with {blocks[-1]} repetitions per grid point; "
-            f"{config.repetitions} would drop trials: give --repetitions {blocks[-1]} or more (more adds repetitions)."
-        )
-    if config.repetitions == blocks[-1]:
-        return blocks, False
-    return (*blocks, config.repetitions), True
-
-
 def run_experiment(
     config: ExperimentConfig,
     out: str | Path,
@@ -1050,36 +859,21 @@ def run_experiment(
         raise ValueError(f"{problem}.")
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
     _check_reachable(dask)
-    blocks, extending = _blocks_for(config, out, force)
-    epsilons = analytic_epsilons(config, progress)
-    manifest = run_manifest(config, epsilons, blocks)
-    if extending:
-        old = ResultsStore(out).manifest()
+    # config -> experiment -> store -> trials -> rows: one line, no step reads back an earlier one's output
+    previous = None if force else ResultsStore.previous_manifest(out)
+    experiment = plan_experiment(config, out, previous=previous, progress=progress)
+    if experiment.extending:
+        blocks = experiment.blocks
         print(
             f"privgame: adding repetitions {blocks[-2]} → {blocks[-1]} per grid point to {printable(str(out))} "
             f"(its {len(config.grid) * blocks[-2]} trials are kept as they are).",
             file=sys.stderr,
         )
-        manifest["created"] = old.get("created", manifest["created"])
-        added: list[Any] = old["repetitions_added"] if isinstance(old.get("repetitions_added"), list) else []
-        manifest["repetitions_added"] = [
-            *added,
-            {"from": blocks[-2], "to": blocks[-1], "at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")},
-        ]
-        ResultsStore(out).rewrite_manifest(manifest)
-    store = ResultsStore.open_for_run(out, manifest, config_bytes, force=force)
-    damaged = store.damaged()
-    if damaged:
-        first = min(damaged)
-        print(
-            f"privgame: {len(damaged)} damaged trial{'s' if len(damaged) > 1 else ''} in {store.root} "
-            f"({describe_trials(set(damaged))}; trial {first}: {damaged[first]}) will be run again.",
-            file=sys.stderr,
-        )
-        store.discard(sorted(damaged))
-    done = store.done()
-    pending = [t for t in plan_trials(config, blocks) if t.index not in done]
-    jobs = _jobs(config, pending, epsilons, cache, store.progress_path)
+        ResultsStore(out).rewrite_manifest(experiment.manifest)
+    store = ResultsStore.open_for_run(out, experiment.manifest, config_bytes, force=force)
+    done = store.resume()
+    pending = [t for t in experiment.trials if t.index not in done]
+    jobs = _jobs(config, pending, experiment.epsilons, cache, store.progress_path)
     bar = tqdm(
         total=config.n_trials,
         initial=config.n_trials - len(pending),
@@ -1211,7 +1005,7 @@ def dry_run(
         store = ResultsStore(root)
         epsilons = [analytic_epsilon(point) for point in config.grid]
         try:
-            blocks, extending = _blocks_for(config, root, force=False)
+            blocks, extending = repetition_plan(config, root, ResultsStore.previous_manifest(root))
             if extending:
                 adding = (blocks[-2], blocks[-1])
             else:
@@ -1251,7 +1045,7 @@ def dry_run(
         trial_bytes = importlib.import_module("privgame.engine.resources").trial_bytes
         estimate = [int(trial_bytes(point)) for point in config.grid]
     return DryRun(
-        grid=[{k: _cell(v) for k, v in p.params.items()} for p in config.grid],
+        grid=[{k: cell(v) for k, v in p.params.items()} for p in config.grid],
         n_trials=config.n_trials,
         finished=len(finished),
         damaged=damaged,

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -282,6 +283,31 @@ class ResultsStore:
         for stale in (path / "progress").glob("trial-*.json"):  # counts of trials that a killed run left running
             stale.unlink(missing_ok=True)
         return store
+
+    @classmethod
+    def previous_manifest(cls, root: str | Path) -> dict[str, Any] | None:
+        """The manifest a results directory already holds, or ``None`` (no directory, no manifest, or one that
+        cannot be read: :meth:`open_for_run` then says why the directory cannot be used)."""
+        if not (Path(root) / _MANIFEST).is_file():
+            return None
+        try:
+            return cls(root).manifest()
+        except StoreError:
+            return None
+
+    def resume(self) -> set[int]:
+        """The trials finished in this directory, once its damaged trials (a file missing or not matching its
+        checksum) are discarded with a notice on stderr, so that they are played again."""
+        damaged = self.damaged()
+        if damaged:
+            first = min(damaged)
+            print(
+                f"privgame: {len(damaged)} damaged trial{'s' if len(damaged) > 1 else ''} in {self.root} "
+                f"({describe_trials(set(damaged))}; trial {first}: {damaged[first]}) will be run again.",
+                file=sys.stderr,
+            )
+            self.discard(sorted(damaged))
+        return self.done()
 
     def check_open(
         self,

@@ -18,8 +18,9 @@ import pytest
 
 from privgame.engine.cli import main
 from privgame.engine.config import ConfigError, load_config
+from privgame.engine.plan import plan_trials
 from privgame.engine.reanalyse import reanalyse
-from privgame.engine.runner import plan_trials, run_experiment
+from privgame.engine.runner import run_experiment
 from privgame.engine.store import ResultsStore, StoreError
 from privgame.games._base import AnalysisSettings
 

@@ -20,8 +20,9 @@ import pytest
 from privgame.engine import runner
 from privgame.engine.cli import main
 from privgame.engine.config import load_config
+from privgame.engine.plan import analytic_epsilons, plan_trials
 from privgame.engine.registry import MECHANISMS
-from privgame.engine.runner import TrialsFailed, plan_trials, run_experiment
+from privgame.engine.runner import TrialsFailed, run_experiment
 from privgame.engine.store import ResultsStore, StoreError, drop_timings
 
 
@@ -559,11 +560,11 @@ def _jobs_of_a_tiny_config(tmp_path):
             "attack": {"name": "identity"},
         }
     )
-    return runner._jobs(config, runner.plan_trials(config), [1.0] * len(config.grid), None, None)
+    return runner._jobs(config, plan_trials(config), [1.0] * len(config.grid), None, None)
 
 
 def _analytic_step_label(config, capsys) -> str:
-    runner.analytic_epsilons(config, progress=True)
+    analytic_epsilons(config, progress=True)
     return capsys.readouterr().err
 
 

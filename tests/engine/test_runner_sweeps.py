@@ -16,9 +16,10 @@ import pytest
 
 from privgame.engine.cli import main
 from privgame.engine.config import ConfigError, load_config
+from privgame.engine.plan import plan_trials, repetition_blocks, trial_index
 from privgame.engine.reanalyse import reanalyse
 from privgame.engine.report import summarise_results
-from privgame.engine.runner import plan_trials, repetition_blocks, run_experiment, trial_index
+from privgame.engine.runner import run_experiment
 from privgame.engine.store import ResultsStore, StoreError, drop_timings
 
 SWEEP = {"confidence": [0.9, 0.95], "delta": [0.0, 1e-5], "estimators": ["steinke", "fdp"]}
