@@ -1,11 +1,11 @@
 # Two entry points for a fresh machine: `make demo` (install, run the quickstart, print its report and figure)
-# and `make test` (install with the dev extras, run the default test suite).  Both create .venv on first use.
+# and `make test` (install with the dev extras, run the default test suite on every core).  Both create .venv on first use.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.privgame-installed
 
-.PHONY: demo test test-slow lint bench bench-quick clean
+.PHONY: demo test test-slow lint bench bench-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,15 +20,18 @@ demo: $(STAMP)
 	$(BIN)/privgame report runs/quickstart --plot runs/quickstart/lower_bounds.png
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check analysis games mechanisms attacks tests benchmarks privgame docs/examples
 	$(BIN)/ruff format --check analysis games mechanisms attacks tests benchmarks privgame docs/examples
 	$(BIN)/mypy privgame
+
+wheel-check: $(STAMP)
+	bash .ci/wheel_check.sh
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_one_run.py

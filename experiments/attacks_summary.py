@@ -5,7 +5,7 @@
     done
     python experiments/attacks_summary.py [--runs runs]
 
-Every attack of a run plays the same 256 models (tests/games/test_compare.py checks that they read the same
+Every attack of a run plays the same 256 models (tests/engine/test_compare.py checks that they read the same
 confidences), so this script reads the stored confidences of one trial and scores every variant on them with the
 attacks' own ``efficient_scores``: RMIA offline and online at γ = 1 and 2, LiRA offline and online with a fixed and
 a per-example σ, each at k = 1, 2, 4, 16 and 64 reference models per sample where the variant allows k.  The numbers

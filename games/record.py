@@ -386,7 +386,7 @@ class _RecordGameBase(Game):
         if reason is None and mechanism.input_kind == "dataset" and self.columns is not None:
             return (
                 f"columns must be left out for a trained model (it trains on every column, encoded by "
-                f"games/datasets/features.py), got {list(self.columns)!r}"
+                f"privgame/data/features.py), got {list(self.columns)!r}"
             )
         if reason is None and mechanism.input_kind == "dataset":
             from privgame.data.features import model_problem

@@ -1,18 +1,10 @@
-"""Tabular records as model features: how the model games encode a data set's records for a classifier.
+"""Tabular records as model features, for a data set given by name: how the model games encode its records.
 
-A record becomes a float32 vector from the PUBLIC domain only (:attr:`privgame.data.Dataset.domain`), never from
-statistics of the data, so the encoding of a record is the same whichever records are in a training set and
-reveals nothing about them:
-
-- a categorical column becomes one indicator per public category (a missing value ``"?"`` is a category where the
-  domain lists it; a value outside the categories encodes as all zeros);
-- a numeric column with public bounds [lo, hi] becomes (v − lo)/(hi − lo), or, for the wide dollar-like integer
-  columns (hi − lo > 1,000: Adult's ``fnlwgt``, ``capital_gain``, ``capital_loss``), log1p(v − lo)/log1p(hi − lo).
-
-The label (:attr:`privgame.data.Dataset.label`) is not a feature.  With a ``positive`` value (Adult's ``">50K"``,
-COMPAS's ``two_year_recid`` = 1) it is binary; otherwise the classes are its public categories in order (the
-digits' ``digit``) or its integers from the low bound.  Record ids are row numbers of the population
-(:meth:`privgame.data.Dataset.table`).
+The encoding itself (public domain only; categories as indicators, numeric columns scaled by their public bounds;
+the label apart) is :mod:`privgame.data.encoding`; this module finds the data set in the catalogue
+(:mod:`privgame.data.catalogue`) and adds what the games ask of a named population: its table, its whole encoding,
+its raw columns for a model that does its own preprocessing, and whether a model can read it.  Record ids are row
+numbers of the population (:meth:`privgame.data.Dataset.table`).
 """
 
 from __future__ import annotations

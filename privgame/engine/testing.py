@@ -1,7 +1,7 @@
 """The contract every game, mechanism and attack keeps, as checks that a plugin's own tests can run.
 
 One suite for all components, as scikit-learn's ``check_estimator`` and dp_accounting's shared contract tests: the
-built-in components pass it (``tests/games/test_registry_contract.py``), and so must a plugin's::
+built-in components pass it (``tests/engine/test_registry_contract.py``), and so must a plugin's::
 
     from privgame.engine.testing import check_component, parametrize_with_checks
 

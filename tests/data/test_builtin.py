@@ -62,7 +62,7 @@ def test_shipped_files_match_sha256sums() -> None:
 
 
 def parse_adult_names() -> dict[str, list[str]]:
-    """Category lists from the shipped adult.names (independent of the lists written in games/datasets.py)."""
+    """Category lists from the shipped adult.names (independent of the lists written in privgame/data.py)."""
     lines = data_file("adult.names").read_text().splitlines()
     out: dict[str, list[str]] = {}
     for line in lines:

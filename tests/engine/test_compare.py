@@ -1,5 +1,6 @@
-"""Several attacks on the same targets: ``[[attack]]`` tables in a config (games/config.py), the per-record AUCs of
-the lira game, and the side-by-side comparison (games/compare.py, ``privgame report --compare``)."""
+"""Several attacks on the same targets: ``[[attack]]`` tables in a config (privgame/engine/config.py), the per-record
+AUCs of
+the lira game, and the side-by-side comparison (privgame/engine/compare.py, ``privgame report --compare``)."""
 
 from __future__ import annotations
 

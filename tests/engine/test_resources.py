@@ -1,4 +1,4 @@
-"""Memory estimates and writable places, checked before anything runs (games/resources.py)."""
+"""Memory estimates and writable places, checked before anything runs (privgame/engine/resources.py)."""
 
 from __future__ import annotations
 
