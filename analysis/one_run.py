@@ -33,7 +33,7 @@ from privgame.analysis._checks import (
     check_real,
     check_scores,
 )
-from privgame.analysis._counting import choose_and_count, guess_counts
+from privgame.analysis._counting import ascending, choose_and_count, guess_counts
 from privgame.analysis._result import AuditResult, prepare_one_run, result_from_choice
 from privgame.analysis.thresholds import (
     ThresholdStrategy,
@@ -501,7 +501,7 @@ def audit_scores(
     def bounds(
         a: NDArray[np.float64], b: NDArray[np.float64], cands: Sequence[Any], beta: float
     ) -> NDArray[np.float64]:
-        r, v = counts(np.sort(a), np.sort(b), cands)
+        r, v = counts(ascending(a), ascending(b), cands)
         return best_of_bounds(a.size + b.size, r, v, delta=d, beta=beta)
 
     choice, r, v = choose_and_count(strategy, ins, outs, confidence=conf, two_sided=two_sided, bounds=bounds)

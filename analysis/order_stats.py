@@ -59,7 +59,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special, stats
 
 from privgame.analysis._checks import check_confidence, check_counts, check_delta, check_int
-from privgame.analysis._counting import choose_and_count, guess_counts
+from privgame.analysis._counting import ascending, choose_and_count, guess_counts
 from privgame.analysis._result import AuditResult, prepare_one_run, result_from_choice
 from privgame.analysis.families import CurveFamily, resolve_family
 from privgame.analysis.thresholds import ThresholdStrategy
@@ -599,7 +599,7 @@ def audit_scores(
     ) -> NDArray[np.float64]:
         # Candidates by decreasing accuracy; one whose test does not reject the best parameter found so far cannot
         # beat it (rejection is monotone in the parameter), so it costs one p-value.
-        r, v = counts(np.sort(a), np.sort(b), cands)
+        r, v = counts(ascending(a), ascending(b), cands)
         size = a.size + b.size
         out = np.zeros(len(cands), dtype=np.float64)
         best = 0.0

@@ -237,9 +237,42 @@ def test_the_scan_sees_every_kind_of_import(tmp_path):
     assert _imports(package / "sub" / "__init__.py", tmp_path) == [(1, "privgame.mechanisms.sub.bad")]
 
 
-if __name__ == "__main__":  # python tests/test_import_layers.py --dot | dot -Tsvg > imports.svg
+def draw_package_graph(path: Path, root: Path = ROOT) -> None:
+    """The package graph as a figure: one row per layer, bottom layer at the bottom, every arrow an import (it
+    points from the importer to the package it imports, so none may point up)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [["privgame.core"], ["privgame.analysis"], ["privgame.mechanisms"], ["privgame.attacks", "privgame.data"]]
+    rows += [["privgame.games"], ["privgame.engine"], ["privgame"]]
+    where = {name: (x - (len(row) - 1) / 2, y) for y, row in enumerate(rows) for x, name in enumerate(row)}
+    fig, ax = plt.subplots(figsize=(7, 7))
+    for package, deps in package_graph(root).items():
+        for dep in deps:
+            (x0, y0), (x1, y1) = where[package], where[dep]
+            colour = "tab:red" if y1 >= y0 else "0.45"  # an upward or sideways arrow would be a violation
+            ax.annotate(
+                "", xy=(x1, y1 + 0.18), xytext=(x0, y0 - 0.18),
+                arrowprops={"arrowstyle": "->", "color": colour, "lw": 0.9, "connectionstyle": "arc3,rad=0.08"},
+            )  # fmt: skip
+    for name, (x, y) in where.items():
+        ax.text(x, y, name, ha="center", va="center", bbox={"boxstyle": "round", "fc": "white", "ec": "black"})
+    ax.set_xlim(-1.6, 1.6)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.axis("off")
+    ax.set_title("privgame's imports between packages (arrow: imports; none points up)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":  # python tests/test_import_layers.py --dot | --png FILE
+    if sys.argv[1:2] == ["--png"] and len(sys.argv) == 3:
+        draw_package_graph(Path(sys.argv[2]))
+        sys.exit(0)
     if sys.argv[1:] != ["--dot"]:
-        sys.exit("usage: python tests/test_import_layers.py --dot")
+        sys.exit("usage: python tests/test_import_layers.py --dot | --png FILE")
     print("digraph privgame {\n  rankdir=BT;\n  node [shape=box];")
     for package, deps in sorted(package_graph().items()):
         for dep in sorted(deps):

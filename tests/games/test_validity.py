@@ -83,20 +83,22 @@ def test_cli_validate_bad_repetitions(capsys):
 # (test_the_parts_are_the_whole): each row depends only on the seed, its scenario and its estimator, so the parts
 # run side by side on pytest-xdist's workers.  Repetitions, and the power they keep:
 #
-# - SOUND_R = 250 for the rows of sound estimators.  A correct estimator fails a row only with probability <= 1e-3,
-#   whatever R.  The yardstick for the power is an estimator that overstates its confidence by 0.1
-#   (OVER_OPTIMISTIC: Steinke's bound at 0.85 reported as 0.95, at 0.6 as 0.7): its violation rates at 0.95 on
-#   the randomized-response and null scenarios are 0.125-0.155 (explicit and split thresholds; measured at R = 200
-#   and 500) against the promised 0.05, and at R = 250 each such row fails the check with probability >= 0.90
-#   (binomial, critical count 25 of 250), so the four miss it together with probability about 1e-6 (as
-#   independent; 1e-4 at worst for the correlated explicit and split rows of one scenario).  A bug that doubles a
-#   row's violation rate at 0.95 is caught by that row with probability 0.53 (0.90 at R = 500) and usually shows in
-#   several rows.  The other invalid estimators are caught by margins of 10 standard deviations.
-# - FORCED_R = 500 for the order-statistics audit forced on dependent canaries, as before: violation rates 0.415 /
-#   0.455 (shared magnitude; 0.95 / 0.7) and 0.5 (block reveal) against 0.05 / 0.3 are detected (p <= 1e-3) except
-#   with probability < 1e-4 per row.  These rows are cheap; the sound rows' R is what costs.
-SOUND_R = 250
+# - SOUND_R = 200 for the rows of sound estimators.  A correct estimator fails a row only with probability <= 1e-3,
+#   whatever R.  A bug that doubles a row's violation rate at 0.95 (0.1 against 0.05) is caught by that row with
+#   probability 0.35 (0.90 at R = 500) and usually shows in several rows; one that nearly triples it, as below,
+#   with probability 0.77 to 0.97 per row.
+# - INVALID_R = 300 for the deliberately invalid estimators, played where a sound estimator's violation rate sits at
+#   its promise (randomized response and the null game; elsewhere every estimator's rate is about 0 and nothing
+#   can be caught).  The yardstick is OVER_OPTIMISTIC, a sound bound that overstates its confidence by 0.1
+#   (Steinke's bound at 0.85 reported as 0.95, at 0.6 as 0.7): its violation rates at 0.95 there are 0.125 to 0.155
+#   (explicit and split thresholds; measured at R = 200 and 500) against the promised 0.05.  At R = 300 each of
+#   these four rows fails the check with probability >= 0.946 (binomial, critical count 29 of 300), so all four
+#   miss together with probability about 4e-8 as if independent (3e-3 at worst, were the rows of one scenario
+#   the same row).  The point estimate and the uncorrected best threshold are caught by 10 standard deviations.
+SOUND_R = 200
+INVALID_R = 300
 FORCED_R = 500
+INVALID_SCENARIOS = ("randomized-response eps=1", "null")
 _HEAVY = {"order-stats, Gaussian (mu)", "order-stats two-sided, Gaussian (mu)"}  # about half of a repetition
 
 
@@ -105,7 +107,9 @@ def _sound_parts() -> list[tuple[str, tuple[str, ...]]]:
     parts = []
     for scenario in default_scenarios():
         dependent = scenario.mechanism.canary_dependence is not None
-        names = [n for n, spec in ESTIMATORS.items() if not (dependent and spec.product_model)]
+        truth = {"epsilon": scenario.epsilon, "mu": scenario.mu}
+        known = [n for n, spec in ESTIMATORS.items() if spec.violates is not None or truth[spec.parameter] is not None]
+        names = [n for n in known if not (dependent and ESTIMATORS[n].product_model)]
         heavy = tuple(n for n in names if n in _HEAVY)
         light = tuple(n for n in names if n not in _HEAVY)
         parts += [(scenario.name, group) for group in (light, heavy) if group]
@@ -146,9 +150,17 @@ def test_panoramia_keeps_its_promise():
 @pytest.mark.slow
 def test_invalid_estimators_are_caught():
     """The deliberately invalid estimators (a point estimate, the best of 100 thresholds without correction, and
-    OVER_OPTIMISTIC, a sound bound with its confidence overstated by 0.1) fail the very check the sound rows pass,
-    at the sound rows' R (the power is in the comment above)."""
-    table = validate(repetitions=SOUND_R, confidences=(0.95, 0.7), estimators=[], include_invalid=True, panoramia=False)
+    OVER_OPTIMISTIC, a sound bound with its confidence overstated by 0.1) fail the very check the sound rows pass
+    (the power is in the comment above)."""
+    scenarios = [_scenario(name) for name in INVALID_SCENARIOS]
+    table = validate(
+        repetitions=INVALID_R,
+        confidences=(0.95, 0.7),
+        scenarios=scenarios,
+        estimators=[],
+        include_invalid=True,
+        panoramia=False,
+    )
     for name in INVALID_ESTIMATORS:
         rows = table[table["estimator"] == name]
         assert not rows.empty and not rows["ok"].all(), f"{name} was not caught:\n{rows.to_string()}"
@@ -174,16 +186,21 @@ def test_forced_order_statistics_are_caught_on_dependent_canaries():
 
 def test_the_parts_are_the_whole():
     """The gate's parts (scenario by scenario, estimators in groups, PANORAMIA and the invalid estimators on their
-    own) give exactly the rows of one validate() call with everything; and every product-model row of the
-    order-statistics audit is played on every product-model scenario."""
+    own) give exactly the rows of one validate() call with everything (the invalid estimators' where they are
+    played); and every product-model row of the order-statistics audit is played on every product-model
+    scenario."""
     kwargs = {"repetitions": 1, "confidences": (0.9,), "seed": 4}
     whole = validate(**kwargs, include_invalid=True)
     parts = [validate(**kwargs, scenarios=[_scenario(s)], estimators=n, panoramia=False) for s, n in _sound_parts()]
     parts.append(validate(**kwargs, scenarios=[], estimators=[]))
-    parts.append(validate(**kwargs, estimators=[], include_invalid=True, panoramia=False))
+    invalid = [_scenario(name) for name in INVALID_SCENARIOS]
+    parts.append(validate(**kwargs, scenarios=invalid, estimators=[], include_invalid=True, panoramia=False))
     dependent = [s for s in default_scenarios() if s.mechanism.canary_dependence is not None]
     forced = [n for n, spec in ESTIMATORS.items() if spec.product_model]
     parts.append(validate(**kwargs, scenarios=dependent, estimators=forced, panoramia=False))
+    # the invalid estimators are played where they can be caught (INVALID_SCENARIOS) only
+    gated = ~whole["estimator"].isin(list(INVALID_ESTIMATORS)) | whole["scenario"].isin(INVALID_SCENARIOS)
+    whole = whole[gated]
     key = ["scenario", "estimator", "strategy", "confidence"]
     together = pd.concat(parts).sort_values(key).reset_index(drop=True)
     pd.testing.assert_frame_equal(together, whole.sort_values(key).reset_index(drop=True), check_dtype=False)
