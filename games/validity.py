@@ -432,20 +432,34 @@ def _order_stats(
     return run
 
 
-def _pld_tests(
-    a: Scores, b: Scores, confidence: float, strategy: ThresholdStrategy
-) -> tuple[int, NDArray[np.int64], NDArray[np.int64], float]:
-    """The one-sided tests an audit makes under ``strategy``: m, the (r, v) of each candidate, and the per-test β."""
+def _tests(
+    a: Scores, b: Scores, confidence: float, strategy: ThresholdStrategy, two_sided: bool = False
+) -> tuple[int, NDArray[np.int64], NDArray[np.int64], float] | None:
+    """The tests an audit makes under an explicit or Bonferroni ``strategy``: m, the (r, v) of each candidate (one
+    threshold, or a ``(t_low, t_high)`` pair when two-sided), and the per-test β; None for a split, whose tests
+    depend on the audit's own search."""
     pooled = np.concatenate([a, b])
+    candidates: Any
     if isinstance(strategy, Explicit):
         candidates, beta = [strategy.threshold], 1.0 - confidence
     elif isinstance(strategy, Bonferroni):
-        candidates = quantile_thresholds(pooled, None if strategy.candidates == "all" else _levels(strategy.candidates))
+        levels = None if strategy.candidates == "all" else _levels(strategy.candidates)
+        candidates = (symmetric_quantile_pairs if two_sided else quantile_thresholds)(pooled, levels)
         beta = (1.0 - confidence) / len(candidates)
     else:
-        raise ValueError(f"the PLD family's violation check takes explicit or bonferroni, got {strategy!r}.")
-    r, v = counts_one_sided(ascending(a), ascending(b), candidates)
+        return None
+    r, v = guess_counts(two_sided)(ascending(a), ascending(b), candidates)
     return pooled.size, np.asarray(r, dtype=np.int64), np.asarray(v, dtype=np.int64), beta
+
+
+def _pld_tests(
+    a: Scores, b: Scores, confidence: float, strategy: ThresholdStrategy
+) -> tuple[int, NDArray[np.int64], NDArray[np.int64], float]:
+    """The one-sided tests an audit with a PLD family makes (explicit or Bonferroni thresholds only)."""
+    tests = _tests(a, b, confidence, strategy)
+    if tests is None:
+        raise ValueError(f"the PLD family's violation check takes explicit or bonferroni, got {strategy!r}.")
+    return tests
 
 
 def _pld_violates(
@@ -505,19 +519,12 @@ def _order_stats_gaussian_exceeds(
     with the audit."""
 
     def exceeds(a: Scores, b: Scores, confidence: float, strategy: ThresholdStrategy, truth: float) -> bool | None:
-        pooled = np.concatenate([a, b])
-        candidates: Any
-        if isinstance(strategy, Explicit):
-            candidates, beta = [strategy.threshold], 1.0 - confidence
-        elif isinstance(strategy, Bonferroni):
-            levels = None if strategy.candidates == "all" else _levels(strategy.candidates)
-            candidates = (symmetric_quantile_pairs if two_sided else quantile_thresholds)(pooled, levels)
-            beta = (1.0 - confidence) / len(candidates)
-        else:
+        tests = _tests(a, b, confidence, strategy, two_sided)
+        if tests is None:
             return None
-        r, v = guess_counts(two_sided)(ascending(a), ascending(b), candidates)
+        m, r, v, beta = tests
         return any(
-            ri > 0 and _order_stats_gaussian_p(truth, pooled.size, int(ri), int(ri - vi)) <= beta
+            ri > 0 and _order_stats_gaussian_p(truth, m, int(ri), int(ri - vi)) <= beta
             for ri, vi in zip(r, v, strict=True)
         )
 

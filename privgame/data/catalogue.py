@@ -192,13 +192,13 @@ def unregister_dataset(name: str) -> None:
     del _CATALOGUE[name]
 
 
-def get_dataset(name: str) -> Dataset:
-    """The data set registered as ``name``.
+def get_dataset(name: str | Dataset) -> Dataset:
+    """The data set registered as ``name`` (a :class:`Dataset` given instead is returned as it is).
 
     Raises
     ------
     TypeError
-        If ``name`` is not a string.
+        If ``name`` is neither a string nor a Dataset.
     ValueError
         If no data set has that name (the message lists the registered ones).
     """

@@ -28,12 +28,8 @@ __all__ = [
 ]
 
 
-def _dataset(data: Any) -> Dataset:
-    return get_dataset(data)
-
-
 def _labelled(data: Any) -> Dataset:
-    dataset = _dataset(data)
+    dataset = get_dataset(data)
     if dataset.label is None:
         raise ValueError(
             f"data must be one of {', '.join(dataset_names('features'))} for a model (a data set with a label), "
@@ -74,7 +70,7 @@ def raw_columns(table: pd.DataFrame, data: Dataset | str) -> pd.DataFrame:
 def population_table(data: Dataset | str) -> pd.DataFrame:
     """The whole ``data`` population, rows numbered from 0: the record ids of every model and record game; cached
     per process (callers must not modify it).  :meth:`privgame.data.Dataset.table`."""
-    return _dataset(data).table()
+    return get_dataset(data).table()
 
 
 def model_arrays(data: Dataset | str) -> ModelArrays:
@@ -92,7 +88,7 @@ def model_problem(mechanism: object, data: Dataset | str) -> str | None:
     """Why the trained model ``mechanism`` cannot read the records of ``data`` (a CNN whose image is not the data's
     width), or ``None``; asked by the model games when the config is read."""
     check = getattr(mechanism, "feature_problem", None)
-    dataset = _dataset(data)
+    dataset = get_dataset(data)
     if not callable(check) or dataset.label is None:
         return None
     problem = check(feature_count(dataset))

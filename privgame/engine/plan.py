@@ -278,7 +278,6 @@ def plan_experiment(
     *,
     previous: Mapping[str, Any] | None = None,
     progress: bool = False,
-    epsilons: Sequence[float] | None = None,
 ) -> Experiment:
     """Plan ``config``'s run into ``out``: its blocks, trials, analytic ε and manifest (nothing is written).
 
@@ -292,8 +291,6 @@ def plan_experiment(
         (or a ``--force`` run, which replaces it).
     progress : bool, default=False
         Show the analytic ε step's progress line (it calibrates DP-SGD's σ: tens of seconds the first time).
-    epsilons : sequence of float or None, default=None
-        The analytic ε when already known (a reanalysis reads them from its source); computed otherwise.
 
     Raises
     ------
@@ -301,7 +298,7 @@ def plan_experiment(
         If ``out`` holds this experiment with more repetitions than asked (a run cannot drop trials).
     """
     blocks, extending = repetition_plan(config, out, previous)
-    eps = analytic_epsilons(config, progress) if epsilons is None else list(epsilons)
+    eps = analytic_epsilons(config, progress)
     manifest = run_manifest(config, eps, blocks)
     if extending and previous is not None:
         manifest["created"] = previous.get("created", manifest["created"])

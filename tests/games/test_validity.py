@@ -116,6 +116,12 @@ def _sound_parts() -> list[tuple[str, tuple[str, ...]]]:
     return parts
 
 
+def _forced_part() -> tuple[list, list[str]]:
+    """The dependent scenarios and the product-model estimators, which those scenarios force or leave out."""
+    dependent = [s for s in default_scenarios() if s.mechanism.canary_dependence is not None]
+    return dependent, [n for n, spec in ESTIMATORS.items() if spec.product_model]
+
+
 def _part_id(scenario: str, names: tuple[str, ...]) -> str:
     return f"{scenario}|{'+'.join(names) if len(names) < 3 else 'the rest'}"
 
@@ -172,8 +178,7 @@ def test_invalid_estimators_are_caught():
 def test_forced_order_statistics_are_caught_on_dependent_canaries():
     """R = FORCED_R: the forced order-statistics rows on the dependent scenarios must FAIL the soundness check that
     every sound row passes, at both confidences and under every strategy the scenario forces."""
-    dependent = [s for s in default_scenarios() if s.mechanism.canary_dependence is not None]
-    names = [n for n, spec in ESTIMATORS.items() if spec.product_model]
+    dependent, names = _forced_part()
     table = validate(
         repetitions=FORCED_R, confidences=(0.95, 0.7), scenarios=dependent, estimators=names, panoramia=False
     )
@@ -195,8 +200,7 @@ def test_the_parts_are_the_whole():
     parts.append(validate(**kwargs, scenarios=[], estimators=[]))
     invalid = [_scenario(name) for name in INVALID_SCENARIOS]
     parts.append(validate(**kwargs, scenarios=invalid, estimators=[], include_invalid=True, panoramia=False))
-    dependent = [s for s in default_scenarios() if s.mechanism.canary_dependence is not None]
-    forced = [n for n, spec in ESTIMATORS.items() if spec.product_model]
+    dependent, forced = _forced_part()
     parts.append(validate(**kwargs, scenarios=dependent, estimators=forced, panoramia=False))
     # the invalid estimators are played where they can be caught (INVALID_SCENARIOS) only
     gated = ~whole["estimator"].isin(list(INVALID_ESTIMATORS)) | whole["scenario"].isin(INVALID_SCENARIOS)
