@@ -95,6 +95,10 @@ def root_figure(figure: Any) -> Figure:
 
 
 def save(figure: Figure, path: Path) -> Path:
-    """Write ``figure`` to ``path`` (its suffix chooses the format) and return ``path``."""
-    figure.savefig(path)
+    """Write ``figure`` to ``path`` (its suffix chooses the format) and return ``path``; atomically
+    (:func:`privgame.core.outputs.atomic_output`), so a kill leaves the old file or the new one."""
+    from privgame.core.outputs import atomic_output
+
+    with atomic_output(path, what="the figure") as tmp:
+        figure.savefig(tmp)
     return path

@@ -200,6 +200,11 @@ def plot_ladder(
     if title:
         ax.set_title(title)
     ax.legend(fontsize="x-small", loc="upper left")
-    fig.savefig(out)
-    plt.close(fig)
+    from privgame.core.outputs import atomic_output
+
+    try:
+        with atomic_output(out, what="the ladder") as tmp:  # a kill leaves the old figure or the new one
+            fig.savefig(tmp)
+    finally:
+        plt.close(fig)
     return out

@@ -590,5 +590,8 @@ def plot_curves(result: PanoramiaResult, path: str | Path, *, title: str | None 
     for ax in (ax_eps, ax_prec):
         ax.set_xlim(0.0, 1.0)
         ax.legend(loc="best", fontsize="small")
-    fig.savefig(out)
+    from privgame.core.outputs import atomic_output
+
+    with atomic_output(out, what="the figure") as tmp:  # a kill leaves the old figure or the new one
+        fig.savefig(tmp)
     return out

@@ -118,6 +118,16 @@ class ClassifierMIA(Attack):
         if self.signal == "none" and not self.use_input:
             raise ValueError("signal = 'none' with use_input = false leaves the classifier no feature.")
 
+    def input_width(self, n_features: int, n_classes: int) -> int:
+        """How many features the classifier is trained on, for examples of ``n_features`` encoded features and a
+        model of ``n_classes`` classes (what :meth:`features` gives)."""
+        width = n_features if self.use_input else 0
+        if self.signal in ("loss", "loss+logits"):
+            width += 1
+        if self.signal in ("logits", "loss+logits"):
+            width += n_classes
+        return width
+
     def features(self, model: Any, x: NDArray[np.float32], y: NDArray[np.int64]) -> NDArray[np.float32]:
         """The classifier's features of examples ``x`` (labels ``y``) under ``model``: the example and the signal."""
         blocks: list[NDArray[Any]] = [x] if self.use_input else []

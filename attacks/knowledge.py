@@ -86,7 +86,9 @@ class Knowledge:
     encoder : callable or None, default=None
         The public encoding of records as model inputs, ``encoder(table) -> (x, y)`` (float32 features, int64
         labels), for attacks on trained models: the games on models give the encoding their mechanism's inputs use
-        (:mod:`privgame.data.features`, built from the public domain only).  ``None`` for games on tables.
+        (:mod:`privgame.data.features`, built from the public domain only).  ``None`` for games on tables.  Its
+        ``n_classes`` attribute, where it has one, is the label's public number of classes, which the models of a
+        shadow-modelling attack then output whatever labels their records hold.
     raw_columns : callable or None, default=None
         ``raw_columns(table) -> DataFrame``: the records as the data set's own columns, the label left out, as a
         model that does its own preprocessing reads them (``TrainingData.frame``; ``sklearn`` with

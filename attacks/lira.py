@@ -455,7 +455,9 @@ class LiRA(LeaveOneOutAttack):
             raise ValueError(f"LiRA needs at least dataset_size = {n} auxiliary records, got {n_aux}.")
         pool_x = np.concatenate([aux_x, t_x])
         pool_y = np.concatenate([aux_y, t_y])
-        n_classes = int(max(pool_y.max() + 1, 2))
+        # the public classes where the encoding states them, so that the shadows have the target model's outputs
+        # even when the auxiliary records miss a class
+        n_classes = int(getattr(encoder, "n_classes", None) or max(pool_y.max() + 1, 2))
         n_t = t_x.shape[0]
         half = self.n_shadows // 2
         root = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())

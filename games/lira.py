@@ -43,6 +43,8 @@ __all__ = ["LiRAGame", "lira_masks", "record_aucs"]
 
 _TAG_POOL, _TAG_MASK, _TAG_MODEL, _TAG_ANALYSIS = (0x9001, 0x3A5C, 0x30DE, 0xA7A1)
 MAX_MODELS = 4096
+#: the fewest models the analysis can calibrate with, whatever the attack (:meth:`LiRAGame.incompatibility`)
+MIN_MODELS = 6
 
 
 def record_aucs(scores: np.ndarray, member: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -82,7 +84,8 @@ class LiRAGame(Game):
     pool_size : int, default=5000
         N₊, the pool the halves are drawn from (even; at most the population); each model trains on N₊/2.
     n_models : int, default=64
-        M, even; at least the attack's minimum (4 with a fixed variance, 6 with per-example variance).
+        M, even; at least 6 (the calibrated TPRs standardise each OUT pair by the σ of its record's M/2 − 1 other
+        OUT models) and at least the attack's minimum (more with ``references``).
     batch : int, default=64
         Models trained per batched call (and stored to the cache together): a kill loses at most one batch.
     fprs : tuple of float, default=(0.001, 0.01, 0.1)
@@ -129,7 +132,8 @@ class LiRAGame(Game):
             raise ValueError(f"n_models must be even (models come in pairs on complementary halves), got {m}.")
         object.__setattr__(self, "batch", check_int("batch", self.batch, low=1, high=MAX_MODELS))
         if not isinstance(self.fprs, tuple | list) or len(self.fprs) == 0:
-            raise TypeError(f"fprs must be a non-empty list of false-positive rates, got {self.fprs!r}.")
+            shown: Any = list(self.fprs) if isinstance(self.fprs, tuple) else self.fprs  # a config's [] is frozen to ()
+            raise TypeError(f"fprs must be a non-empty list of false-positive rates, got {shown!r}.")
         fprs = tuple(
             check_real(f"fprs[{i}]", f, low=0.0, high=1.0, low_open=True, high_open=True)
             for i, f in enumerate(self.fprs)
@@ -165,6 +169,13 @@ class LiRAGame(Game):
                 f"n_models must be at least {attack.min_models()} for this {attack.name} attack (each target model's "
                 f"M − 1 others must give every record enough IN and OUT scores), got {self.n_models}"
             )
+        if self.n_models < MIN_MODELS:
+            # whatever the attack reads, the analysis standardises every OUT pair by its record's other OUT
+            # models (M/2 − 1 of them), and a standard deviation needs two
+            return (
+                f"n_models must be at least {MIN_MODELS} for the game's calibrated TPRs (each OUT pair is standardised "
+                f"by the σ of its record's M/2 − 1 other OUT models, which needs two), got {self.n_models}"
+            )
         return None
 
     def mechanism_runs(self, attack: Attack) -> int:
@@ -172,8 +183,12 @@ class LiRAGame(Game):
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         """The (M, N₊) confidences, scores and masks with their working copies (about 20 float64 per pair), the
-        pool, and the models of one batch."""
-        return 160 * self.n_models * self.pool_size + mechanism.memory_bytes(self.pool_size) * 2
+        pool, and the models of one batch (trained in one call: each further one adds its ``model_bytes``)."""
+        from privgame.mechanisms.training.models import TrainedModel
+
+        per_model = mechanism.model_bytes() if isinstance(mechanism, TrainedModel) else 0
+        together = min(self.batch, self.n_models)
+        return 160 * self.n_models * self.pool_size + mechanism.memory_bytes(self.pool_size) * 2 + per_model * together
 
     # -- play ----------------------------------------------------------------------------------------------------
     def play(
@@ -204,7 +219,7 @@ class LiRAGame(Game):
         # hashed once: every model's key shares its pool hash.  The models are queried on the pool only; its
         # records' own columns go along for a model that reads them (sklearn's features = "raw")
         frame = raw_columns(population_table(self.data).iloc[pool], self.data)
-        base = TrainingData(x, y, masks[0], size=train, frame=frame)
+        base = TrainingData(x, y, masks[0], n_classes=population.n_classes, size=train, frame=frame)
         confidence = np.empty((self.n_models, self.pool_size))
         accuracy = np.empty((2, self.n_models))
         for start in range(0, self.n_models, self.batch):

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,9 @@ from privgame.games._base import (
     root_entropy,
 )
 from privgame.mechanisms._base import Mechanism
+
+if TYPE_CHECKING:
+    from privgame.attacks.classifier import ClassifierMIA
 
 __all__ = ["PanoramiaGame"]
 
@@ -229,7 +232,37 @@ class PanoramiaGame(Game):
             )
         from privgame.data.features import model_problem
 
-        return model_problem(mechanism, self.data) or model_problem(self.helper, self.data) or self.generator_problem()
+        return (
+            model_problem(mechanism, self.data)
+            or model_problem(self.helper, self.data)
+            or self.classifier_problem(attack)
+            or self.generator_problem()
+        )
+
+    def classifier_problem(self, attack: ClassifierMIA) -> str | None:
+        """Why the attack's classifier cannot read what it is trained on (each example and a model's signal, or
+        the examples alone with ``signal = "none"``), or ``None``."""
+        from privgame.data.catalogue import get_dataset
+        from privgame.data.features import feature_count, model_problem
+
+        classifier = attack.classifier
+        if attack.signal == "none":  # the examples alone: the classifier reads the data's records
+            problem = model_problem(classifier, self.data)
+        else:
+            dataset = get_dataset(self.data)
+            width = attack.input_width(feature_count(dataset), dataset.n_classes)
+            if callable(getattr(classifier, "image_problem", None)):
+                inputs = "each example with" if attack.use_input else "only"
+                problem = (
+                    f"mechanism '{classifier.name}' reads images, but with signal = '{attack.signal}' it is trained "
+                    f"on {inputs} the model's {attack.signal} ({width} features), which is no image; use a classifier "
+                    f"of vectors (gradient-boosted-trees, mlp) or signal = 'none'"
+                )
+            else:
+                check = getattr(classifier, "feature_problem", None)
+                found = check(width) if callable(check) else None
+                problem = None if found is None else f"mechanism '{classifier.name}': {found}"
+        return None if problem is None else f"the classifier of attack '{attack.name}': {problem}"
 
     def generator_problem(self) -> str | None:
         """Why the generator cannot synthesise this data's table (tried on 40 rows), or ``None``."""

@@ -85,6 +85,7 @@ _TAG_FAMILY = 0xFA
 _CHUNK = 25
 MAX_ROUNDS = 100_000  # a hundred thousand generator runs per target and game is days of work: a typo, not a plan
 MAX_BOOT = 100_000
+ACHILLES_NEIGHBOURS = 5  # Meeus et al.'s k, which the targets' ranking uses: D needs that many records
 _RELATION = {"replace": NeighboringRelation.REPLACE_ONE, "add-remove": NeighboringRelation.ADD_OR_REMOVE_ONE}
 
 
@@ -134,7 +135,9 @@ def _model_pool(data: str, setup: RecordSetup) -> tuple[Any, np.ndarray]:
         # a round's model is queried on its target, a record of D: in the pool (sklearn's release answers on it);
         # the records' own columns go along for a model that reads them (features = "raw")
         frame = raw_columns(setup.population.iloc[ids], data)
-        pool = TrainingData(arrays.x[ids], arrays.y[ids], np.ones(ids.size, dtype=bool), frame=frame)
+        pool = TrainingData(
+            arrays.x[ids], arrays.y[ids], np.ones(ids.size, dtype=bool), n_classes=arrays.n_classes, frame=frame
+        )
         object.__setattr__(setup, "model_pool", (pool, position))
     return setup.model_pool
 
@@ -150,6 +153,13 @@ class _Encoder:
 
         arrays = encode(table, self.data)
         return arrays.x, arrays.y
+
+    @property
+    def n_classes(self) -> int:
+        """The classes of the label's public domain: every model of the game has this many outputs."""
+        from privgame.data.catalogue import get_dataset
+
+        return get_dataset(self.data).n_classes
 
 
 @dataclass(frozen=True)
@@ -226,7 +236,9 @@ def _setup_cached(key: tuple[Any, ...], entropy: int) -> RecordSetup:
     rest = others[n - fixed.size :]
     auxiliary, evaluation = rest[:n_aux], rest[n_aux : n_aux + n_eval]
     d_table = population.iloc[released]
-    scores = achilles_scores(d_table, ranges=_public_ranges(data, tuple(population.columns)) or None)
+    scores = achilles_scores(
+        d_table, k=ACHILLES_NEIGHBOURS, ranges=_public_ranges(data, tuple(population.columns)) or None
+    )
     if given is not None:
         positions = np.arange(fixed.size)
         selection = np.array(["given"] * fixed.size)
@@ -325,6 +337,12 @@ class _RecordGameBase(Game):
             object.__setattr__(self, "columns", tuple(self.columns))
         _check_columns(self.data, self.columns)
         n = check_int("dataset_size", self.dataset_size, low=2, high=size)
+        if n < ACHILLES_NEIGHBOURS:
+            raise ValueError(
+                f"dataset_size must be at least {ACHILLES_NEIGHBOURS} (each record's Achilles score, which ranks the "
+                f"targets, averages its distances to its {ACHILLES_NEIGHBOURS} nearest records in D, itself "
+                f"included), got {n}."
+            )
         n_aux = check_int("auxiliary_size", self.auxiliary_size, low=n)
         n_eval = check_int("evaluation_size", self.evaluation_size, low=n)
         if n + n_aux + n_eval > size:
@@ -377,9 +395,18 @@ class _RecordGameBase(Game):
         return int(getattr(attack, "n_shadows", 0)) + self.rounds * len(self.played())
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
-        """The attack's features of every shadow and round table, plus one generator run on the released rows."""
+        """The attack's features of every shadow and round table, plus one generator run on the released rows;
+        for a trained model, the models of one call too (a chunk of rounds, or a target's shadows)."""
+        from privgame.mechanisms.training.models import TrainedModel
+
         d = len(_check_columns(self.data, self.columns))
-        return attack.memory_bytes(self.mechanism_runs(attack), d) + mechanism.memory_bytes(self.dataset_size * d)
+        together = max(min(_CHUNK, self.rounds), int(getattr(attack, "n_shadows", 0)))
+        per_model = mechanism.model_bytes() if isinstance(mechanism, TrainedModel) else 0
+        return (
+            attack.memory_bytes(self.mechanism_runs(attack), d)
+            + mechanism.memory_bytes(self.dataset_size * d)
+            + per_model * together
+        )
 
     def incompatibility(self, mechanism: Mechanism, attack: Attack) -> str | None:
         reason = Game.incompatibility(self, mechanism, attack)
@@ -395,6 +422,11 @@ class _RecordGameBase(Game):
         check = getattr(attack, "table_incompatibility", None)
         if reason is None and callable(check):
             reason = check(_population(self.data, self.columns).iloc[:1])
+        generator_check = getattr(mechanism, "table_problem", None)  # a generator that reads the schema first
+        if reason is None and mechanism.input_kind == "table" and callable(generator_check):
+            problem = generator_check(_population(self.data, self.columns).iloc[:1])
+            if problem is not None:
+                reason = f"mechanism '{mechanism.name}' cannot synthesise the {self.data!r} table: {problem}"
         return reason
 
     def setup(self, seed: np.random.SeedSequence) -> RecordSetup:
@@ -629,7 +661,8 @@ class TraditionalRecordGame(_RecordGameBase):
     columns : tuple of str or None, default=None
         The columns used (``None``: all).
     dataset_size : int, default=1000
-        n, the size of the released dataset D and of every dataset the mechanism is run on (≥ 2).
+        n, the size of the released dataset D and of every dataset the mechanism is run on; at least 5, since the
+        targets are ranked by each record's 5 nearest records in D (its Achilles score).
     auxiliary_size, evaluation_size : int, default=10000
         Sizes of the adversary's auxiliary data and of the evaluation pool (each ≥ n); D and the two pools are
         disjoint, so n + both sizes must not exceed the population.

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from privgame.core.trust import check_import
+
 __all__ = ["one_line", "resolve_import"]
 
 
@@ -40,6 +42,8 @@ def resolve_import(
     ------
     TypeError
         If ``path`` is not a string.
+    privgame.core.trust.UntrustedImportError
+        If the path was read from a file the user did not vouch for (:func:`privgame.core.trust.names_from`).
     ValueError
         If it is not a dotted path, or the module cannot be imported (its own error included), or has no such
         attribute; one line each.
@@ -49,6 +53,7 @@ def resolve_import(
     module, sep, attr = path.partition(":") if ":" in path else path.rpartition(".")
     if not module or not attr or not sep:
         raise ValueError(f"{field} must be an import path '{form}', got {path!r}.")
+    check_import(module, field=field, name=path)  # a name read from a results directory or a cache entry
     try:
         found: Any = importlib.import_module(module)
         for part in attr.split("."):

@@ -13,7 +13,8 @@ run resumes without repeating a finished generator run, and two games on the sam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,10 +64,30 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
     )
 
 
+def _named(value: Any) -> set[str]:
+    """Every string among ``value``'s dataclass fields, at any depth (the import paths a mechanism names)."""
+    found: set[str] = set()
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            found.add(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            pending += [getattr(item, f.name) for f in dataclasses.fields(item)]
+        elif isinstance(item, Mapping):
+            pending += [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple | set | frozenset):
+            pending += list(item)
+    return found
+
+
 def _get(cache: ArtefactCache, mechanism: Mechanism, key: str) -> Any | None:
     if mechanism.release_kind == "model":
-        arrays = cache.get_arrays(key)
-        return None if arrays is None else decode_release(arrays)
+        # decoded inside the cache's damage handling: an entry that is no release of this mechanism, or that names
+        # code its mechanism does not (a user model's factory rewritten to another), is a damaged entry,
+        # deleted and recomputed, never imported on the file's word (privgame.core.trust)
+        names = _named(mechanism)
+        return cache.get_arrays(key, decode=lambda arrays: decode_release(arrays, names=names))
     return cache.get_table(key)
 
 

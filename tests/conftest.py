@@ -130,3 +130,19 @@ name = "synthpop"
 name = "closest-distance"
 n_shadows = 4
 """
+
+
+@pytest.fixture
+def no_hang():
+    """Fail, instead of hanging the suite, a test that blocks on a file that should be refused at once (a FIFO
+    opened or read): a SIGALRM after 30 s raises in the test (POSIX only)."""
+    import signal
+
+    def stop(signum, frame):
+        raise TimeoutError("blocked on a file that should have been refused at once")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)

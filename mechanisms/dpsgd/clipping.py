@@ -30,9 +30,10 @@ any other module with parameters (``LayerNorm``, ``Embedding``, ``Conv1d``, a cu
     ``vjp`` of the module's forward (``functional_call``) at its recorded input, with the recorded output
     gradient as cotangent.  This materialises per-example gradients of that layer only.
 
-A module called several times in one forward pass (weight sharing across positions) is handled: its calls are
-concatenated along the position axis (Linear, Conv2d) or their per-example gradients added (generic path).  A
-parameter shared by two different modules is refused.
+A module called several times in one forward pass (weight sharing across positions or layers) is handled: its calls
+are concatenated along the position axis (Linear, Conv2d) or their per-example gradients added (generic path), so
+the norm is that of the per-example gradient summed over the calls (tests/mechanisms/dpsgd/test_weight_sharing.py,
+also for the ensemble and the Linear-chain fast path).  A parameter shared by two different modules is refused.
 
 Requirements on the model: examples of a batch do not interact (batch normalisation in training mode is refused),
 the forward pass is deterministic (dropout in training mode is refused: it would draw from torch's global RNG),

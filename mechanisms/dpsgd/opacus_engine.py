@@ -1,10 +1,11 @@
 """Opacus under audit: the user's model trained by Opacus's ``PrivacyEngine``, with white-box Dirac canaries.
 
 Opacus (Yousefpour et al., arXiv:2109.12298; the optional extra ``opacus``, version 1.6) trains the model with
-its own per-sample gradients (hooks), its Poisson sampling (``DPDataLoader``: each example joins a batch with
-probability 1/len(loader)), its clipping (factor C / (‖g‖ + 10⁻⁶), at most 1), its noise N(0, σ²C²) on the summed
-clipped gradients and its normalisation (division by ``int(N · q)`` for ``loss_reduction = "mean"``).  privgame
-does not fork or patch Opacus's code: it wraps the one bound method of the optimizer object it is given,
+its own per-sample gradients (hooks, which add up a module's calls per example when the model uses a layer twice:
+tests/mechanisms/dpsgd/test_weight_sharing.py), its Poisson sampling (``DPDataLoader``: each example joins a
+batch with probability 1/len(loader)), its clipping (factor C / (‖g‖ + 10⁻⁶), at most 1), its noise N(0, σ²C²) on
+the summed clipped gradients and its normalisation (division by ``int(N · q)`` for ``loss_reduction = "mean"``).
+privgame does not fork or patch Opacus's code: it wraps the one bound method of the optimizer object it is given,
 ``DPOptimizer.add_noise``, which Opacus calls after ``clip_and_accumulate`` (``p.summed_grad`` holds the clipped
 sum) and before ``scale_grad``.  The wrapper
 
@@ -48,7 +49,15 @@ from privgame.mechanisms.dpsgd.user_model import (
     reserved_coordinates,
     reserved_masks,
 )
-from privgame.mechanisms.dpsgd.whitebox import _HIDDEN, _MODELS, _flat, _generators, _place, _tensors
+from privgame.mechanisms.dpsgd.whitebox import (
+    _HIDDEN,
+    _MODELS,
+    _flat,
+    _generators,
+    _place,
+    _tensors,
+    reserved_problem,
+)
 from privgame.mechanisms.training.canaries import CanaryMechanism, as_canary_data
 
 __all__ = ["OpacusWhiteBox", "opacus_batch_size", "opacus_epsilon"]
@@ -146,13 +155,15 @@ class OpacusWhiteBox(DPSGDParameters, CanaryMechanism):
         return True
 
     def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
-        """The user model's contract (m reserved coordinates); nothing else depends on the rows' count here (the
-        sampling rate's realisability is checked on the rows, in :meth:`release`, and by the game's config)."""
-        if is_import_path(self.model):
-            try:
-                check_model(self.model, (features,), classes, m)
-            except ValueError as exc:
-                return str(exc).rstrip(".")
+        """The user model's contract (m reserved coordinates), or a built-in model's coordinates counted from its
+        shape; nothing else depends on the rows' count here (the sampling rate's realisability is checked on the
+        rows, in :meth:`release`, and by the game's config)."""
+        if not is_import_path(self.model):
+            return reserved_problem(m, self.model, features, classes, hint="fewer canaries")
+        try:
+            check_model(self.model, (features,), classes, m)
+        except ValueError as exc:
+            return str(exc).rstrip(".")
         return None
 
     def release(self, data: Any, *, rng: np.random.Generator) -> NDArray[np.float64]:

@@ -11,7 +11,11 @@ classes; the module maps a batch ``(B, *input_shape)`` to logits ``(B, n_classes
 be drawn from ``generator`` (``nn.init.*_(…, generator=generator)``, or :func:`privgame.mechanisms.dpsgd.models.
 init_parameters`), never from torch's global RNG: the same seed must give the same model in every process.
 The examples of a batch must not interact (no batch normalisation in training mode) and the forward pass must not
-draw random numbers (no dropout in training mode); a parameter may belong to one module only.
+draw random numbers (no dropout in training mode); a parameter may belong to one module only.  A module may call
+one layer several times (weight sharing): its per-example gradient is the sum over the calls, clipped as part of
+one vector on every path (the engine's single model and ensemble, Opacus's hooks;
+``tests/mechanisms/dpsgd/test_weight_sharing.py``); one parameter registered in two modules (tied weights) is
+refused.
 
 :func:`check_model` builds the model when the config is read and refuses, in one line each, a factory that cannot
 be imported or called, that returns no Module, a Module without trainable parameters, one the clipping engine

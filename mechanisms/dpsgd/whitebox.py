@@ -51,6 +51,28 @@ _MODELS = ("logistic", "mlp")
 _LAYOUTS = ("dense", "separate", "reserved")
 _HIDDEN = 32  # the MLP's hidden width
 
+
+def builtin_coordinates(model: str, features: int, classes: int) -> int:
+    """The trainable coordinates (weights and biases) of the built-in ``model`` ("logistic" or "mlp", inputs →
+    32 → classes) on ``features`` inputs and ``classes`` outputs."""
+    if model == "logistic":
+        return (features + 1) * classes
+    return (features + 1) * _HIDDEN + (_HIDDEN + 1) * classes
+
+
+def reserved_problem(m: int, model: str, features: int, classes: int, *, hint: str) -> str | None:
+    """Why the built-in ``model`` on rows of ``features`` features and ``classes`` classes has too few coordinates to
+    reserve one per canary of ``m``, or ``None``; ``hint``: what else to use, besides a larger model."""
+    size = builtin_coordinates(model, features, classes)
+    if m <= size:
+        return None
+    larger = 'model = "mlp"' if model == "logistic" else "a larger model (a factory)"
+    return (
+        f"m must be at most the {size:,} trainable coordinates of model {model!r} on the game's rows ({features} "
+        f"features, {classes} classes) to reserve one per white-box canary, got {m:,} (use {hint}, or {larger})"
+    )
+
+
 _Streams = tuple[torch.Generator, torch.Generator, torch.Generator, np.random.Generator]
 
 
@@ -273,9 +295,12 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
 
     def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
         """A user model's contract (:func:`privgame.mechanisms.dpsgd.user_model.check_model`) on the game's rows, with m
-        reserved coordinates in the reserved layout; ``None`` when it holds (or the model is built in)."""
+        reserved coordinates in the reserved layout (a built-in model's coordinates counted from its shape);
+        ``None`` when it holds."""
         if not is_import_path(self.model):
-            return None
+            if self.canary_layout != "reserved":
+                return None
+            return reserved_problem(m, self.model, features, classes, hint='canary_layout = "separate"')
         try:
             check_model(self.model, (features,), classes, m if self.canary_layout == "reserved" else 0)
         except ValueError as exc:

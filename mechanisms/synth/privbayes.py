@@ -207,6 +207,22 @@ class PrivBayes(Mechanism):
 
         return greedy_network(codes, cards, k, root=root, select=select)
 
+    def table_problem(self, table: pd.DataFrame) -> str | None:
+        """Why this generator cannot discretise tables with ``table``'s columns (only their names, dtypes and
+        categories are read, never a value), or ``None``: a numeric column without a public range in ``ranges``, or
+        ``bins`` that do not fit the columns; a game asks before any run."""
+        try:
+            fixed_bins(table, () if self.ranges is None else self.ranges, self.n_bins, self.bins)
+        except (TypeError, ValueError) as exc:
+            hint = (
+                " (give ranges = { column = [low, high], ... } from public knowledge: a data set's are "
+                "privgame.data.public_domain(name).ranges, and experiments/krco_adult_privbayes.toml has Adult's)"
+                if self.ranges is None
+                else ""
+            )
+            return f"{str(exc).rstrip('.')}{hint}"
+        return None
+
     def release(self, data: pd.DataFrame, *, rng: np.random.Generator) -> pd.DataFrame:
         """A synthetic table with the columns, dtypes and categories of ``data``: :meth:`fit`, then sample."""
         model = self.fit(data, rng=rng)

@@ -72,9 +72,19 @@ class CNNClassifier(_Network):
         three times (forward, backward, the pooling's indices), in float32."""
         c, h, w = self.image
         c1, c2 = self.channels
-        params = c1 * (9 * c + 1) + c2 * (9 * c1 + 1) + 100 * (c2 * (h // 4) * (w // 4) + 1)
         batch = min(self.batch_size, max(n, 1)) * (c1 * h * w + c2 * (h // 2) * (w // 2))
-        return 4 * (2 * c * h * w * n + 4 * params + 3 * batch) + (1 << 24)
+        return 4 * (2 * c * h * w * n + 4 * self._parameters() + 3 * batch) + (1 << 24)
+
+    def model_bytes(self) -> int:
+        """The float32 release of each further model of a call (they train one after the other, so only the
+        releases accumulate)."""
+        return 4 * self._parameters()
+
+    def _parameters(self) -> int:
+        """The network's parameters, with a last layer for up to 100 classes."""
+        c, h, w = self.image
+        c1, c2 = self.channels
+        return c1 * (9 * c + 1) + c2 * (9 * c1 + 1) + 100 * (c2 * (h // 4) * (w // 4) + 1)
 
     def feature_problem(self, n_features: int) -> str | None:
         """Why records of ``n_features`` features are not images of shape ``image``, or ``None``."""
@@ -83,6 +93,17 @@ class CNNClassifier(_Network):
             return None
         shape = list(self.image)
         return f"image {shape} needs records of {width} features, got {n_features} (set image to the data's shape)"
+
+    def image_problem(self, image_shape: tuple[int, int] | None) -> str | None:
+        """Why this network cannot read records of a data set whose images are ``image_shape`` (height, width; one
+        channel, a pixel a column), or ``None``; ``None`` for ``image_shape``: the data set serves no images (a
+        table, whose encoded columns a convolution would read as neighbouring pixels)."""
+        if image_shape is None:
+            return "a CNN reads its records as images, and the data set serves none"
+        expected = [1, *(int(v) for v in image_shape)]
+        if list(self.image) != expected:
+            return f"image {list(self.image)} must be the data's images, {expected}"
+        return None
 
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]

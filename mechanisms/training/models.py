@@ -9,6 +9,7 @@ include-masks of one pool in one batched pass where the model allows it (the net
 
 from __future__ import annotations
 
+import itertools
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,13 +36,39 @@ def torch_generators(rngs: Sequence[np.random.Generator], device: Any = "cpu") -
 
 
 def check_device(value: Any) -> str:
-    """``value`` if it names a device a model can train on: "cpu", "auto", "cuda" or "cuda:<index>" (checked
-    without importing torch, so a config is validated in a second; whether CUDA is present is checked when the
-    model trains)."""
+    """``value`` if it names a device a model can train on here: "cpu", "auto" (CUDA when present, else the
+    CPU), "cuda" or "cuda:<index>" of a CUDA device this machine has.
+
+    The spelling is checked without importing torch, so that a CPU config is validated in a second; a CUDA
+    device imports torch to ask whether it exists, so that a missing GPU is refused when the config is read rather
+    than in every trial.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a string.
+    ValueError
+        If it is none of these spellings, or names a CUDA device this machine does not have.
+    """
     if not isinstance(value, str):
         raise TypeError(f"device must be a string ('cpu', 'auto', 'cuda' or 'cuda:<index>'), got {value!r}.")
     head, _, index = value.partition(":")
-    if value in ("cpu", "auto", "cuda") or (head == "cuda" and index.isdigit()):
+    if value in ("cpu", "auto"):
+        return value
+    if value == "cuda" or (head == "cuda" and index.isdigit()):
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(
+                f"device must be 'cpu' or 'auto' on this machine, which has no CUDA device "
+                f"(torch.cuda.is_available() is False), got {value!r}."
+            )
+        if index and int(index) >= count:
+            raise ValueError(
+                f"device must be 'cpu', 'auto', 'cuda' or one of cuda:0 to cuda:{count - 1} (this machine has "
+                f"{count} CUDA device{'s' if count > 1 else ''}), got {value!r}."
+            )
         return value
     raise ValueError(f"device must be 'cpu', 'auto', 'cuda' or 'cuda:<index>', got {value!r}.")
 
@@ -73,8 +100,15 @@ class TrainedModel(Mechanism):
         """Train one model per row of ``masks`` (K, N) on ``pool`` (``sizes``: each run's public training size)."""
 
     def memory_bytes(self, n: int) -> int:
-        """The pool as float32 features (about 128 per record: Adult one-hot) and a few working copies."""
-        return 4 * 128 * 4 * n
+        """The pool as float32 features (about 128 per record: Adult one-hot) and a few working copies, and the
+        training of one model (:meth:`model_bytes`)."""
+        return 4 * 128 * 4 * n + self.model_bytes()
+
+    def model_bytes(self) -> int:
+        """Estimated bytes of each model a batched ``release_runs`` holds beside the pool while it trains (its
+        parameters with their gradients and optimiser state, its activations, its release): 0 here; the games
+        that train K models in one call add K times this to :meth:`memory_bytes`."""
+        return 0
 
     def feature_problem(self, n_features: int) -> str | None:
         """Why this model cannot read records of ``n_features`` features, or ``None`` (any width, by default); a
@@ -127,6 +161,15 @@ class _Network(TrainedModel):
     def layers(self) -> tuple[tuple[int, ...], str]:
         """The hidden widths and the activation."""
         return (), "relu"
+
+    def model_bytes(self) -> int:
+        """One network's float32 parameters six times (weights, gradients, Adam's two moments, the initial layers
+        and the release), on about 128 input features and up to 100 classes, and a batch's activations three
+        times (forward, activation, backward)."""
+        hidden, _ = self.layers()
+        sizes = (128, *hidden, 100)
+        params = sum((a + 1) * b for a, b in itertools.pairwise(sizes))
+        return 4 * (6 * params + 3 * self.batch_size * sum(sizes[1:]))
 
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -61,6 +61,15 @@ class ModelRelease(ABC):
     @abstractmethod
     def to_arrays(self) -> dict[str, NDArray[Any]]:
         """The release as plain arrays (the white-box view, and the cache's codec; ``kind`` included)."""
+
+    def imports(self) -> tuple[str, ...]:
+        """The import paths this release imports when used (a user model's factory); none by default.
+
+        A release read back from the artefact cache may name only what its mechanism names
+        (:func:`privgame.mechanisms.cached.cached_release_many`): a cache entry is a file, and a name in a file is
+        never imported on its word (:mod:`privgame.core.trust`).
+        """
+        return ()
 
     def probabilities(self, x: Any) -> NDArray[np.float64]:
         """Class probabilities ``(n, n_classes)``."""
@@ -439,6 +448,9 @@ class ModuleRelease(ModelRelease):
         # the rebuilt module is a cache: a pickled release (sent between processes) carries the arrays alone
         return {**self.__dict__, "_module": None}
 
+    def imports(self) -> tuple[str, ...]:
+        return (self.model,)
+
     @classmethod
     def from_module(cls, module: Any, *, model: str, input_shape: tuple[int, ...], n_classes: int) -> ModuleRelease:
         """The release of a trained ``module`` that the factory ``model`` built for ``input_shape`` and
@@ -743,16 +755,26 @@ _KINDS: dict[str, Any] = {
 }
 
 
-def decode_release(arrays: Mapping[str, NDArray[Any]]) -> ModelRelease:
+def decode_release(arrays: Mapping[str, NDArray[Any]], *, names: Collection[str] | None = None) -> ModelRelease:
     """The release that ``to_arrays`` gave ``arrays`` (from the cache).
+
+    Parameters
+    ----------
+    arrays : mapping of str to ndarray
+        What :meth:`ModelRelease.to_arrays` gave.
+    names : collection of str or None, default=None
+        The import paths the release may name (its mechanism's own); ``None`` allows any (arrays the caller made).
 
     Raises
     ------
     ValueError
-        If the arrays name no known kind of model release.
+        If the arrays name no known kind of model release, or an import path outside ``names``.
     """
     kind = str(arrays["kind"]) if "kind" in arrays else None
     if kind not in _KINDS:
         raise ValueError(f"arrays must hold a model release of kind {', '.join(_KINDS)}, got {kind!r}.")
     release: ModelRelease = _KINDS[kind].from_arrays(arrays)
+    foreign = [name for name in release.imports() if names is not None and name not in names]
+    if foreign:
+        raise ValueError(f"the release names {', '.join(map(repr, foreign))}, which its mechanism does not name.")
     return release

@@ -117,10 +117,12 @@ def build_estimator(path: str, params: Any = ()) -> Any:
 
     ``path`` names a class (``sklearn.ensemble.RandomForestClassifier``) or a function that returns an unfitted
     estimator (a plugin's ``make_pipeline(...)``); ``params`` may set a nested step's parameter
-    (``logisticregression__C``), as ``set_params`` does.  Checked: it is a scikit-learn estimator, a classifier
-    (``sklearn.base.is_classifier``), it accepts every key of ``params`` (its ``get_params(deep=True)``), none of
-    them a ``random_state`` (drawn from each release's seed), it has ``predict_proba`` with these parameters, and
-    their values pass the estimator's own parameter validation where it has one.
+    (``logisticregression__C``), as ``set_params`` does.  Checked: it is a scikit-learn estimator (``fit``,
+    ``get_params``, ``set_params``), a classifier (``sklearn.base.is_classifier``; a class without scikit-learn's
+    tags, not derived from ``BaseEstimator``, unless its ``_estimator_type`` says otherwise), it accepts every key of
+    ``params`` (its ``get_params(deep=True)``), none of them a ``random_state`` (drawn from each release's seed), it
+    has ``predict_proba`` with these parameters, and their values pass the estimator's own parameter validation
+    where it declares one (scikit-learn's ``_parameter_constraints``).
 
     Raises
     ------
@@ -143,7 +145,11 @@ def build_estimator(path: str, params: Any = ()) -> Any:
             f"estimator must be a scikit-learn estimator (fit, get_params, set_params), got {path!r}, which builds a "
             f"{type(model).__name__}."
         )
-    if not is_classifier(model):
+    try:
+        classifier = is_classifier(model)
+    except AttributeError:  # no scikit-learn tags (not a BaseEstimator): a classifier by fit and predict_proba
+        classifier = getattr(model, "_estimator_type", "classifier") == "classifier"
+    if not classifier:
         kind = getattr(getattr(model, "__sklearn_tags__", lambda: None)(), "estimator_type", None)
         raise ValueError(
             f"estimator must be a classifier (scikit-learn's is_classifier), got {path!r}"
@@ -170,7 +176,9 @@ def build_estimator(path: str, params: Any = ()) -> Any:
         raise ValueError(f"estimator must have predict_proba, got {path!r} without it (with these params).")
     for part in [model, *(v for v in model.get_params(deep=True).values() if hasattr(v, "_validate_params"))]:
         check = getattr(part, "_validate_params", None)  # scikit-learn's own check at fit, run when the config is read
-        if callable(check):
+        # a third-party class may inherit BaseEstimator's _validate_params without declaring the constraints it
+        # reads: it has no parameter validation of its own, so there is nothing to run
+        if callable(check) and hasattr(part, "_parameter_constraints"):
             try:
                 check()
             except (TypeError, ValueError) as exc:

@@ -38,6 +38,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privgame.core._memo import BoundedMemo
+from privgame.core.inputs import is_regular_file, read_input
 
 __all__ = [
     "ArtefactCache",
@@ -274,6 +275,19 @@ def seed_identity(seed: np.random.SeedSequence) -> dict[str, Any]:
     return {"entropy": seed.entropy, "spawn_key": list(seed.spawn_key), "pool_size": seed.pool_size}
 
 
+MAX_ENTRY_BYTES = 16 << 30
+"""The largest cache entry read back (16 GiB: a synthetic table or a model's parameters are far smaller)."""
+MAX_MARKER_BYTES = 1 << 10
+"""A completion marker is one line: a SHA-256 and the entry's name."""
+
+
+def _discard(path: Path) -> None:
+    """Remove a damaged entry's file or link; anything else in its place (a folder) is left, and the entry stays
+    a miss: its next store fails with a warning and the artefact is recomputed each time."""
+    if path.is_symlink() or is_regular_file(path):
+        path.unlink(missing_ok=True)
+
+
 def _atomic_write_bytes(path: Path, payload: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -343,21 +357,26 @@ class ArtefactCache:
     def _get(self, kind: str, key: str, decode: Callable[[bytes], Any]) -> Any | None:
         path = self.path(kind, key)
         marker = path.with_suffix(".sha256")
-        if not marker.exists():
+        if not os.path.lexists(marker):
             self.misses += 1
             return None
         try:
-            digest, _, owner = marker.read_text().strip().partition(" ")
+            # read as every input is (privgame.core.inputs): a FIFO or a device in the cache is refused, not waited on
+            text = read_input(marker, what="cache marker", limit=MAX_MARKER_BYTES).decode("ascii")
+            digest, _, owner = text.strip().partition(" ")
             if owner != f"{kind}/{key}":  # e.g. another entry's payload and marker copied over this one
                 raise ValueError(f"its marker names the entry {owner[:80]!r}, not {kind}/{key}")
-            payload = path.read_bytes()
+            payload = read_input(path, what="cache entry", limit=MAX_ENTRY_BYTES)
             if hashlib.sha256(payload).hexdigest() != digest:
                 raise ValueError("its SHA-256 does not match")
             value = decode(payload)
         except Exception as exc:  # any damage: report, drop, regenerate
-            warnings.warn(f"corrupted cache entry {path} ({exc}); it is deleted and will be regenerated.", stacklevel=3)
-            marker.unlink(missing_ok=True)
-            path.unlink(missing_ok=True)
+            warnings.warn(
+                f"corrupted cache entry {path} ({' '.join(str(exc).split())}); it is deleted and will be regenerated.",
+                stacklevel=3,
+            )
+            for damaged in (marker, path):
+                _discard(damaged)
             self.misses += 1
             return None
         self.hits += 1
@@ -365,11 +384,17 @@ class ArtefactCache:
 
     def _put(self, kind: str, key: str, payload: bytes) -> None:
         path = self.path(kind, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_bytes(path, payload)
-        # the marker names its entry, so that a payload and marker copied over another key's fail on read
-        marker = f"{hashlib.sha256(payload).hexdigest()} {kind}/{key}\n"
-        _atomic_write_bytes(path.with_suffix(".sha256"), marker.encode())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write_bytes(path, payload)
+            # the marker names its entry, so that a payload and marker copied over another key's fail on read
+            marker = f"{hashlib.sha256(payload).hexdigest()} {kind}/{key}\n"
+            _atomic_write_bytes(path.with_suffix(".sha256"), marker.encode())
+        except OSError as exc:  # e.g. a folder in the entry's place: the artefact was computed, only not kept
+            warnings.warn(
+                f"cannot store the cache entry {path} ({exc.strerror or exc}); the artefact is used without it.",
+                stacklevel=3,
+            )
 
     def contains(self, kind: str, key: str) -> bool:
         """Whether a complete entry exists (its integrity is checked only when it is read)."""
@@ -412,15 +437,19 @@ class ArtefactCache:
         self._put("table", key, payload)
         return True
 
-    def get_arrays(self, key: str) -> dict[str, NDArray[Any]] | None:
-        """The arrays stored under ``key``, or ``None``; loaded with ``allow_pickle=False``."""
+    def get_arrays(self, key: str, *, decode: Callable[[dict[str, NDArray[Any]]], Any] | None = None) -> Any | None:
+        """The arrays stored under ``key``, or ``None``; loaded with ``allow_pickle=False``.
 
-        def decode(payload: bytes) -> dict[str, NDArray[Any]]:
+        ``decode``, when given, turns the arrays into what is returned; it runs inside the entry's damage
+        handling, so arrays it refuses (it raises) make a damaged entry: deleted, warned about, a miss.
+        """
+
+        def load(payload: bytes) -> Any:
             with np.load(io.BytesIO(payload), allow_pickle=False) as data:
-                return {k: data[k] for k in data.files}
+                arrays = {k: data[k] for k in data.files}
+            return arrays if decode is None else decode(arrays)
 
-        arrays: dict[str, NDArray[Any]] | None = self._get("arrays", key, decode)
-        return arrays
+        return self._get("arrays", key, load)
 
     def put_arrays(self, key: str, arrays: Mapping[str, NDArray[Any]], *, compress: bool = True) -> None:
         """Store numeric arrays as an npz (compressed by default); object arrays are refused."""

@@ -85,15 +85,18 @@ def feature_count(data: Dataset | str) -> int:
 
 
 def model_problem(mechanism: object, data: Dataset | str) -> str | None:
-    """Why the trained model ``mechanism`` cannot read the records of ``data`` (a CNN whose image is not the data's
-    width), or ``None``; asked by the model games when the config is read."""
+    """Why the trained model ``mechanism`` cannot read the records of ``data`` (a CNN on a data set without images,
+    or whose image is not the data's), or ``None``; asked by the model games when the config is read."""
     check = getattr(mechanism, "feature_problem", None)
+    images = getattr(mechanism, "image_problem", None)  # only a model that reads images has one
     dataset = get_dataset(data)
-    if not callable(check) or dataset.label is None:
-        return None
-    problem = check(feature_count(dataset))
-    return (
-        None
-        if problem is None
-        else f"mechanism '{getattr(mechanism, 'name', mechanism)}': {problem} in {dataset.name!r}"
-    )
+    name = getattr(mechanism, "name", mechanism)
+    problem = check(feature_count(dataset)) if callable(check) and dataset.label is not None else None
+    if problem is not None:
+        return f"mechanism '{name}': {problem} in {dataset.name!r}"
+    # records of the right width need not be images: a table's encoded columns are no neighbouring pixels
+    problem = images(dataset.image_shape if "images" in dataset.serves else None) if callable(images) else None
+    if problem is not None:
+        served = ", ".join(dataset_names("images")) or "none registered"
+        return f"mechanism '{name}' on {dataset.name!r}: {problem} (data sets of images: {served})"
+    return None

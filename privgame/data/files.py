@@ -19,18 +19,24 @@ The domain file is TOML, one table per column, in the data's column order::
 
 A value outside the declared domain is refused when the data are loaded, naming the file, the column, the first
 offending row and the value (never clipped); so is a column missing from either side, an empty cell, a float in
-an integer column, a file that is not UTF-8.  :func:`draft_domain` writes a first domain from the data itself,
-headed by a warning: a domain read from the private rows is not public knowledge, and a mechanism's ε claim
-assumes a public domain.  The file's SHA-256 is part of the data set's identity (:class:`FileSource`): an edited
-CSV is another experiment and misses the artefact cache.
+an integer column, a file that is not UTF-8, two columns of one name, a Parquet column of lists, structs, maps or
+bytes.  Every file is opened by :func:`privgame.core.inputs.open_input` (a regular file, never a FIFO or a device)
+and refused, before it is parsed, past :data:`MAX_DATA_BYTES` (data) or :data:`MAX_DOMAIN_BYTES` (domain), or
+with more than :data:`MAX_COLUMNS` columns (a CSV's header is counted first).  :func:`draft_domain` writes a
+first domain from the data itself, headed by a warning: a domain read from the private rows is not public
+knowledge, and a mechanism's ε claim assumes a public domain.  The file's SHA-256 is part of the data set's
+identity (:class:`FileSource`): an edited CSV is another experiment and misses the artefact cache.
 """
 
 from __future__ import annotations
 
-import functools
+import collections
+import csv
 import hashlib
 import io
 import math
+import re
+import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +45,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privgame.core.inputs import InputFileError, read_input
 from privgame.data.domain import PublicDomain
 
 __all__ = [
     "DRAFT_HEADER",
     "KINDS",
+    "MAX_COLUMNS",
+    "MAX_DATA_BYTES",
+    "MAX_DOMAIN_BYTES",
     "DataFileError",
     "FileSource",
     "domain_text",
@@ -58,6 +68,11 @@ __all__ = [
 KINDS = ("int", "float", "category")
 SUFFIXES = (".csv", ".parquet")
 MAX_CATEGORIES = 10_000  # a draft refuses to list more: such a column is an identifier or a number, not a category
+# The limits of what is read (docs/datasets.md, "Limits"): far above any tabular research data set, far below what
+# takes minutes or the machine's memory to refuse (a link to /dev/zero, a CSV of a million columns)
+MAX_DATA_BYTES = 4 << 30  # a data file, CSV or Parquet: 4 GiB
+MAX_DOMAIN_BYTES = 1 << 20  # a domain file: 1 MiB, some 20,000 columns' worth of TOML
+MAX_COLUMNS = 10_000  # columns of a data file, and declared by a domain file
 DRAFT_HEADER = (
     "# DRAFT written by `privgame domain` FROM THE PRIVATE DATA: these categories and ranges were read from the rows\n"
     "# themselves.  Replace them with public knowledge (a codebook, a questionnaire, documented limits) before an\n"
@@ -69,13 +84,19 @@ class DataFileError(ValueError):
     """A data or domain file that cannot be used (one line naming the file and the rule)."""
 
 
-def sha256_of(path: Path) -> str:
-    """The SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _read(path: Path, what: str, limit: int) -> bytes:
+    """The bytes of ``path``, read as :func:`privgame.core.inputs.read_input` reads a file (regular, capped)."""
+    try:
+        return read_input(path, what=what, limit=limit)
+    except InputFileError as exc:
+        raise DataFileError(str(exc)) from None
+
+
+def _data_bytes(path: Path) -> bytes:
+    """A data file's bytes (its suffix checked first, so that a wrong file is not read at all)."""
+    if path.suffix.lower() not in SUFFIXES:
+        raise DataFileError(f"data file {str(path)!r} must be .csv or .parquet, got {path.suffix or 'no suffix'!r}.")
+    return _read(path, "data file", MAX_DATA_BYTES)
 
 
 # ------------------------------------------------------------------------------------------------------------ domain
@@ -87,19 +108,28 @@ def read_domain(path: str | Path, *, name: str | None = None) -> PublicDomain:
     Raises
     ------
     DataFileError
-        If the file cannot be read, is not TOML, or declares a column badly (naming the file, column and rule).
+        If the file cannot be read (missing, not a regular file, larger than :data:`MAX_DOMAIN_BYTES`), is not TOML,
+        or declares more than :data:`MAX_COLUMNS` columns or a column badly (naming the file, column and rule).
     """
     p = Path(path)
+    return _domain_of(p, _read(p, "domain file", MAX_DOMAIN_BYTES), name=name)
+
+
+def _domain_of(p: Path, payload: bytes, *, name: str | None = None) -> PublicDomain:
+    """The domain the bytes ``payload`` of the domain file ``p`` declare."""
     try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise DataFileError(f"domain file {str(p)!r} cannot be read: {exc.strerror or exc}.") from None
+        text = payload.decode("utf-8")
     except UnicodeDecodeError:
         raise DataFileError(f"domain file {str(p)!r} must be UTF-8 text.") from None
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DataFileError(f"domain file {str(p)!r} is not valid TOML: {exc}.") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise DataFileError(
+            f"domain file {str(p)!r} must nest its values a few levels deep, got lists or tables nested deeper than "
+            "the TOML parser can follow."
+        ) from None
     return domain_from_table(table, source=f"domain file {str(p)!r}", name=name or p.name.split(".")[0])
 
 
@@ -110,6 +140,8 @@ def domain_from_table(table: Any, *, source: str, name: str) -> PublicDomain:
     columns = table["columns"]
     if not columns:
         raise DataFileError(f"{source} declares no column.")
+    if len(columns) > MAX_COLUMNS:
+        raise DataFileError(f"{source} must declare at most {MAX_COLUMNS:,} columns, got {len(columns):,}.")
     categories: list[tuple[str, tuple[str, ...]]] = []
     ranges: list[tuple[str, Any, Any]] = []
     bins: list[tuple[str, Any]] = []
@@ -242,19 +274,119 @@ def draft_domain(table: pd.DataFrame, *, name: str = "data") -> PublicDomain:
 # ------------------------------------------------------------------------------------------------------------ data
 
 
-def _read_raw(path: Path, numeric: frozenset[str] = frozenset()) -> pd.DataFrame:
-    """The file's cells as read: a CSV as strings (nothing inferred; the ``numeric`` columns parsed as float64 when
-    every cell of them is a number, else all as strings), a Parquet file as stored."""
-    suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise DataFileError(f"data file {str(path)!r} must be .csv or .parquet, got {path.suffix or 'no suffix'!r}.")
+_LINE_END = re.compile(r"[\r\n]")
+_CSV_SPECIAL = re.compile(r'[",\r\n]')
+_NOT_BLANK = re.compile(r"\S")
+
+
+def _record(text: str, pos: int) -> tuple[int, bool, int]:
+    """The CSV record that starts at ``pos``: its field count, whether that count is exact (counting stops past
+    :data:`MAX_COLUMNS`, so that a header of a million columns costs nothing), and where the next record starts.
+
+    Counted as pandas' reader splits fields: at commas outside quotes; a field is quoted when a double quote opens
+    it (after spaces), and a doubled quote inside it is one quote character.
+    """
+    end = _LINE_END.search(text, pos)
+    line_end = len(text) if end is None else end.start()
+    if text.find('"', pos, line_end) < 0:  # the usual record: one line, no quotes, counted in C (and not copied)
+        return text.count(",", pos, line_end) + 1, True, _after_line(text, line_end)
+    count, start = 1, pos
+    while True:
+        match = _CSV_SPECIAL.search(text, pos)
+        if match is None:
+            return count, True, len(text)
+        i, char = match.start(), match.group()
+        if char == ",":
+            count += 1
+            if count > MAX_COLUMNS:
+                return count, False, len(text)
+            pos = start = i + 1
+        elif char == '"' and not text[start:i].strip(" "):
+            close = text.find('"', i + 1)
+            while close >= 0 and text.startswith('"', close + 1):  # a doubled quote inside the field
+                close = text.find('"', close + 2)
+            if close < 0:  # an unterminated quote: pandas' reader names it
+                return count, True, len(text)
+            pos = close + 1
+        elif char == '"':
+            pos = i + 1
+        else:
+            return count, True, _after_line(text, i)
+
+
+def _after_line(text: str, end: int) -> int:
+    """Where the line that ends at ``end`` (a line break or the end of the text) is followed."""
+    return end + 2 if text.startswith("\r\n", end) else end + 1
+
+
+def _check_csv_shape(path: Path, text: str) -> None:
+    """Refuse, before pandas reads a cell, a header of more than :data:`MAX_COLUMNS` columns or with a name twice,
+    and a first row wider than the header (which pandas would silently turn into an index, shifting every value)."""
+    source = f"data file {str(path)!r}"
+    pos, records = 0, list[tuple[int, bool, int, int]]()
+    while len(records) < 2 and pos < len(text):
+        count, exact, after = _record(text, pos)
+        if _NOT_BLANK.search(text, pos, after):  # pandas skips blank lines
+            records.append((count, exact, pos, after))
+        pos = after
+    if not records:
+        return
+    count, exact, start, end = records[0]
+    if count > MAX_COLUMNS:
+        got = f"{count:,}" if exact else f"more than {MAX_COLUMNS:,}"
+        raise DataFileError(f"{source} must have at most {MAX_COLUMNS:,} columns, got {got}.")
     try:
-        payload = path.read_bytes()
-    except OSError as exc:
-        raise DataFileError(f"data file {str(path)!r} cannot be read: {exc.strerror or exc}.") from None
+        names = next(csv.reader([text[start:end]], skipinitialspace=True), [])
+    except csv.Error as exc:
+        raise DataFileError(f"{source} is not a readable CSV: its header: {exc}.") from None
+    _check_names(source, [name for name in names if name])  # pandas names an empty header cell "Unnamed: i"
+    if len(records) > 1 and records[1][0] > count:
+        width = f"{records[1][0]:,}" if records[1][1] else f"more than {MAX_COLUMNS:,}"
+        raise DataFileError(f"{source}: row 0 has {width} fields, more than the {count:,} columns of its header.")
+
+
+def _check_names(source: str, names: list[str]) -> None:
+    """Refuse a column name given twice (pandas would read the second ``age`` as ``age.1``, a name not in the
+    file)."""
+    seen = collections.Counter(names)
+    twice = [f"{name!r} ({times} times)" for name, times in seen.items() if times > 1]
+    if twice:
+        raise DataFileError(f"{source}: column names must be distinct, got {', '.join(twice)}.")
+
+
+def _check_parquet_schema(path: Path, payload: bytes) -> None:
+    """Refuse, from the file's schema (before a row is read), more than :data:`MAX_COLUMNS` columns, a name twice,
+    and a column whose cells are not single values: lists, structs, maps, unions, bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = f"data file {str(path)!r}"
+    try:
+        schema = pq.read_schema(pa.BufferReader(payload))
+    except Exception as exc:  # pyarrow's errors have no common base
+        raise DataFileError(f"{source} is not a readable Parquet file: {exc}.") from None
+    if len(schema) > MAX_COLUMNS:
+        raise DataFileError(f"{source} must have at most {MAX_COLUMNS:,} columns, got {len(schema):,}.")
+    _check_names(source, list(schema.names))
+    binary = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary)
+    for field in schema:
+        kind = field.type
+        while isinstance(kind, pa.ExtensionType | pa.DictionaryType):
+            kind = kind.storage_type if isinstance(kind, pa.ExtensionType) else kind.value_type
+        if pa.types.is_nested(kind) or any(test(kind) for test in binary) or str(kind) == "binary_view":
+            raise DataFileError(
+                f"{source}: column {field.name!r} must hold one number or text per cell, got {field.type}."
+            )
+
+
+def _parse(path: Path, payload: bytes, numeric: frozenset[str] = frozenset()) -> pd.DataFrame:
+    """The cells of the data file ``path`` (its bytes ``payload``) as read: a CSV as strings (nothing inferred; the
+    ``numeric`` columns parsed as float64 when every cell of them is a number, else all as strings), a Parquet file
+    as stored."""
     if not payload.strip():
         raise DataFileError(f"data file {str(path)!r} is empty.")
-    if suffix == ".parquet":
+    if path.suffix.lower() == ".parquet":
+        _check_parquet_schema(path, payload)
         try:
             return pd.read_parquet(io.BytesIO(payload))
         except Exception as exc:  # pyarrow's errors have no common base
@@ -265,6 +397,7 @@ def _read_raw(path: Path, numeric: frozenset[str] = frozenset()) -> pd.DataFrame
         raise DataFileError(
             f"data file {str(path)!r} must be UTF-8 text, got byte {payload[exc.start]:#04x} at offset {exc.start}."
         ) from None
+    _check_csv_shape(path, text)
     options: dict[str, Any] = {"keep_default_na": False, "na_values": [""], "skipinitialspace": True}
     try:
         if numeric:
@@ -291,11 +424,18 @@ def read_table(path: str | Path, domain: PublicDomain) -> pd.DataFrame:
     DataFileError
         Naming the file, the column, the first offending row (0-based, as record ids) and the value: a column
         missing from the file or from the domain, an empty cell, a category not declared, a non-number or a float
-        in an integer column, a value outside its range; an unreadable, empty or non-UTF-8 file.
+        in an integer column, a value outside its range; an unreadable, empty or non-UTF-8 file, one that is not a
+        regular file or is larger than :data:`MAX_DATA_BYTES`, more than :data:`MAX_COLUMNS` columns, a column name
+        twice, a Parquet column of lists, structs, maps or bytes.
     """
     p = Path(path)
+    return _table(p, _data_bytes(p), domain)
+
+
+def _table(p: Path, payload: bytes, domain: PublicDomain) -> pd.DataFrame:
+    """:func:`read_table` of the data file ``p`` whose bytes are ``payload``."""
     numeric = frozenset(c for c, _, _ in domain.ranges)
-    raw = _read_raw(p, numeric)
+    raw = _parse(p, payload, numeric)
     names = [str(c) for c in raw.columns]
     source = f"data file {str(p)!r}"
     text_cells: list[pd.DataFrame] = []
@@ -305,7 +445,7 @@ def read_table(path: str | Path, domain: PublicDomain) -> pd.DataFrame:
         if raw[column].dtype == object or p.suffix.lower() == ".parquet":
             return raw[column].iloc[row]
         if not text_cells:
-            text_cells.append(_read_raw(p))
+            text_cells.append(_parse(p, payload))
         return text_cells[0][column].iloc[row]
 
     missing = [c for c in domain.columns if c not in names]
@@ -468,34 +608,66 @@ class _FileRows:
 
     def __call__(self) -> pd.DataFrame:
         p = Path(self.path)
-        if not p.is_file():
-            raise DataFileError(f"data file {self.path!r} is gone (the config was read with it).")
-        if sha256_of(p) != self.sha256:
+        try:
+            payload = read_input(p, what="data file", limit=MAX_DATA_BYTES)
+        except InputFileError as exc:
+            if exc.reason == "missing":
+                raise DataFileError(f"data file {self.path!r} is gone (the config was read with it).") from None
+            raise DataFileError(str(exc)) from None
+        # the rows are parsed from the very bytes hashed: a file replaced in between cannot slip through
+        if hashlib.sha256(payload).hexdigest() != self.sha256:
             raise DataFileError(
                 f"data file {self.path!r} changed since the config was read (SHA-256 {self.sha256[:12]}…): rerun "
                 "with the file as it was, or start a new experiment."
             )
-        return _checked_rows(str(p), self.sha256, self.domain).copy()
+        return _checked_rows(p, payload, self.sha256, self.domain).copy()
 
 
-def _inferred(path: Path) -> pd.DataFrame:
-    """The file with pandas' own type inference (what a draft domain is read from)."""
-    raw = _read_raw(path)
+def _inferred(path: Path, payload: bytes) -> pd.DataFrame:
+    """The data file ``path`` (its bytes ``payload``) with pandas' own type inference (what a draft domain is read
+    from)."""
+    raw = _parse(path, payload)
     if path.suffix.lower() == ".parquet":
         return raw
     return pd.read_csv(io.StringIO(raw.to_csv(index=False)), skipinitialspace=True)
 
 
 def draft_text(path: str | Path) -> str:
-    """What ``privgame domain FILE`` prints: :data:`DRAFT_HEADER`, then the draft domain of the file's rows."""
+    """What ``privgame domain FILE`` prints: :data:`DRAFT_HEADER`, then the draft domain of the file's rows.
+
+    Raises
+    ------
+    DataFileError
+        As :func:`read_table` for the file itself (not a regular file, too large, too many columns, a column name
+        twice, a Parquet column of lists ...), and as :func:`draft_domain` for its columns.
+    """
     p = Path(path)
-    return DRAFT_HEADER + "\n" + domain_text(draft_domain(_inferred(p), name=p.name.split(".")[0]))
+    return _draft_text(p, _data_bytes(p))
 
 
-@functools.lru_cache(maxsize=4)
-def _checked_rows(path: str, sha256: str, domain: PublicDomain) -> pd.DataFrame:
-    """The rows of ``path`` as of ``sha256``, read and checked once per process."""
-    return read_table(path, domain)
+def _draft_text(p: Path, payload: bytes) -> str:
+    return DRAFT_HEADER + "\n" + domain_text(draft_domain(_inferred(p, payload), name=p.name.split(".")[0]))
+
+
+_ROWS: collections.OrderedDict[tuple[str, str, PublicDomain], pd.DataFrame] = collections.OrderedDict()
+_ROWS_LOCK = threading.Lock()
+_ROWS_KEPT = 4
+
+
+def _checked_rows(path: Path, payload: bytes, sha256: str, domain: PublicDomain) -> pd.DataFrame:
+    """The rows of ``path`` as of ``sha256`` (the hash of ``payload``, its bytes), parsed and checked once per
+    process for the last few files (a trial's worker reads the same file again and again)."""
+    key = (str(path), sha256, domain)
+    with _ROWS_LOCK:
+        if key in _ROWS:
+            _ROWS.move_to_end(key)
+            return _ROWS[key]
+    table = _table(path, payload, domain)
+    with _ROWS_LOCK:
+        _ROWS[key] = table
+        while len(_ROWS) > _ROWS_KEPT:
+            _ROWS.popitem(last=False)
+    return table
 
 
 def open_source(
@@ -515,13 +687,11 @@ def open_source(
         classes in the data.
     """
     data_file, domain_file = Path(path), Path(domain_path)
-    domain = read_domain(domain_file, name=name or data_file.name.split(".")[0])
-    if not data_file.exists():
-        raise DataFileError(f"data file {str(data_file)!r} does not exist.")
-    if not data_file.is_file():
-        raise DataFileError(f"data file {str(data_file)!r} is not a file.")
-    digest = sha256_of(data_file)
-    table = _checked_rows(str(data_file), digest, domain)
+    written = _read(domain_file, "domain file", MAX_DOMAIN_BYTES)
+    domain = _domain_of(domain_file, written, name=name or data_file.name.split(".")[0])
+    payload = _data_bytes(data_file)
+    digest = hashlib.sha256(payload).hexdigest()
+    table = _checked_rows(data_file, payload, digest, domain)
     if label is not None:
         if label not in domain.columns:
             raise DataFileError(
@@ -543,8 +713,7 @@ def open_source(
                     f"[data] positive must be an integer in the range [{low}, {high}] of {label!r}, got {positive!r}."
                 )
     # a draft starts with its header: only then can the file be byte-equal to one (and the draft is computed)
-    written = domain_file.read_bytes()
-    draft = written.startswith(DRAFT_HEADER.encode()) and written == draft_text(data_file).encode()
+    draft = written.startswith(DRAFT_HEADER.encode()) and written == _draft_text(data_file, payload).encode()
     return FileSource(
         name=domain.name,
         path=str(data_file.resolve()),

@@ -15,9 +15,9 @@ load when a function is called.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import re
-import reprlib
 import shutil
 import sys
 import tempfile
@@ -26,6 +26,8 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from privgame.engine._text import summary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,9 +100,9 @@ def run(
     TypeError
         If ``config`` is none of the kinds above, or an argument has the wrong type.
     ValueError
-        For a bad argument (``n_jobs``, ``repetitions``, ``cache_dir`` with ``cache=False``, an ``out`` that
-        cannot be written); :class:`privgame.engine.store.StoreError` if ``out`` holds another config's results and
-        ``force`` is false.
+        For a bad argument (``n_jobs``, ``repetitions``, ``cache_dir`` with ``cache=False``, an ``out`` or a
+        ``cache_dir`` that cannot be written: :func:`privgame.core.outputs.check_output_directory`, docs/security.md);
+        :class:`privgame.engine.store.StoreError` if ``out`` holds another config's results and ``force`` is false.
     privgame.engine.runner.TrialsFailed
         After the run, if some trials raised; the others are stored in ``out`` (with ``out=None`` the temporary
         directory is deleted, and the note under the error shows the first failure).
@@ -121,7 +123,8 @@ def run(
     >>> table[["mechanism.epsilon", "n_trials"]].to_dict("list")
     {'mechanism.epsilon': [1.0, 4.0], 'n_trials': [2, 2]}
     """
-    from privgame.engine.resources import check_n_jobs, writable_directory_problem
+    from privgame.core.outputs import check_output_directory
+    from privgame.engine.resources import check_n_jobs, config_reads
     from privgame.engine.runner import TrialsFailed, run_experiment
     from privgame.engine.store import ResultsStore
 
@@ -131,10 +134,14 @@ def run(
     if progress is not None:
         _check_bool("progress", progress)
     if not cache and cache_dir is not None:
-        raise ValueError(f"cache_dir must be None when cache is False (nothing is cached), got {cache_dir!r}.")
+        raise ValueError(f"cache_dir must be None when cache is False (nothing is cached), got {summary(cache_dir)}.")
+    if cache_dir is not None:  # "" would cache into the current directory
+        check_output_directory(cache_dir, what="cache_dir")
     if repetitions is not None:
         from privgame.analysis._checks import check_int
 
+        if isinstance(repetitions, bool) or not isinstance(repetitions, numbers.Integral):
+            raise TypeError(f"repetitions must be an integer, got {summary(repetitions)}.")
         repetitions = check_int("repetitions", repetitions, low=1)
     experiment, config_bytes = _experiment(config, repetitions)
 
@@ -144,10 +151,9 @@ def run(
         root = Path(tempfile.mkdtemp(prefix=f"privgame-{slug}-"))
     else:
         if not isinstance(out, str | os.PathLike):
-            raise TypeError(f"out must be a path (str or os.PathLike) or None, got {reprlib.repr(out)}.")
-        problem = writable_directory_problem(out if isinstance(out, str) else Path(out), what="out")
-        if problem is not None:
-            raise ValueError(f"{problem}.")
+            raise TypeError(f"out must be a path (str or os.PathLike) or None, got {summary(out)}.")
+        reads = config_reads(config if isinstance(config, str | os.PathLike) else None, experiment)
+        check_output_directory(out, what="out", reads=reads, clears=force)
         root = Path(out)
         # another experiment's results are refused now, before the analytic ε (a DP-SGD calibration)
         with _python_terms():
@@ -215,7 +221,7 @@ def load(path: str | os.PathLike[str], *, plugins: Sequence[str] = (), trust_plu
         If ``path`` is not a path, or ``plugins`` not a sequence of module names.
     """
     if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"path must be a results directory (str or os.PathLike), got {reprlib.repr(path)}.")
+        raise TypeError(f"path must be a results directory (str or os.PathLike), got {summary(path)}.")
     from privgame.engine.store import StoreError
 
     root = Path(path)
@@ -261,7 +267,7 @@ class Results:
         from privgame.engine.store import ResultsStore
 
         if isinstance(plugins, str) or not all(isinstance(p, str) for p in plugins):
-            raise TypeError(f"plugins must be a sequence of module names, got {reprlib.repr(plugins)}.")
+            raise TypeError(f"plugins must be a sequence of module names, got {summary(plugins)}.")
         _check_bool("trust_plugins", trust_plugins)
         self._path = Path(path).absolute()
         self._plugins = tuple(plugins)
@@ -501,7 +507,7 @@ def _python_terms() -> Iterator[None]:
 
 def _check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {reprlib.repr(value)}.")
+        raise TypeError(f"{name} must be True or False, got {summary(value)}.")
 
 
 def _progress_default() -> bool:
@@ -532,7 +538,7 @@ def _experiment(
         raise TypeError(
             "config must be a path to a TOML file, a dict of config sections or a "
             "privgame.engine.config.ExperimentConfig, "
-            f"got {type(config).__name__} {reprlib.repr(config)}."
+            f"got {summary(config, typed=True)}."
         )
     table = _plain(config)
     if repetitions is not None and isinstance(table.get("experiment"), dict):
@@ -542,20 +548,29 @@ def _experiment(
 
 
 def _plain(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a dict config holding TOML's values: tuples as lists, numpy numbers and arrays as Python's."""
+    """A copy of a dict config holding TOML's values: tuples as lists, numpy numbers and arrays as Python's; a
+    pandas object (a DataFrame, a Series) is refused where it stands, summarised on one line (its repr spans
+    lines, and TOML holds no table of rows)."""
     from privgame.engine.config import MAX_NESTING, ConfigError
 
-    def plain(value: Any) -> Any:
+    def plain(value: Any, where: tuple[str, ...]) -> Any:
         if isinstance(value, Mapping):
-            return {k: plain(v) for k, v in value.items()}
+            return {k: plain(v, (*where, str(k))) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [plain(v) for v in value]
+            return [plain(v, where) for v in value]
         if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-            return plain(value.tolist())
+            return plain(value.tolist(), where)
+        if type(value).__module__.split(".")[0] == "pandas":
+            *section, key = where
+            place = f"[{'.'.join(section)}] {key}" if section else f"[{key}]"
+            raise ConfigError(
+                f"{place} must be a value TOML holds (a string, number, boolean, list or table; a column as "
+                f"list(...)), got {summary(value)}."
+            )
         return value
 
     try:
-        return plain(config)
+        return plain(config, ())
     except RecursionError:  # a table that contains itself, or one nested thousands deep
         raise ConfigError(
             f"tables and lists must be nested at most {MAX_NESTING} levels deep, got a value nested deeper (or a "

@@ -25,10 +25,11 @@ import re
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from privgame.analysis._figures import SUFFIXES as FIGURE_SUFFIXES
 from privgame.analysis.reporting import TABLE_FORMATS, format_table
 from privgame.engine import synth_cli
 from privgame.engine._text import printable
@@ -240,11 +241,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from privgame.core.outputs import check_output_directory
     from privgame.engine.config import load_config, read_config_bytes
-    from privgame.engine.resources import writable_directory_problem
+    from privgame.engine.resources import config_reads
     from privgame.engine.runner import DaskScheduler, RunInterrupted, TrialsFailed, run_experiment
 
     check_n_jobs(args.n_jobs, what="--n-jobs")
+    if args.cache_dir is not None:  # "" would cache into the current directory
+        check_output_directory(args.cache_dir, what="--cache-dir")
     dask = None
     if args.dask_scheduler is not None:
         timeout = 10.0 if args.dask_timeout is None else args.dask_timeout
@@ -257,9 +261,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, config_bytes, repetitions=args.repetitions)
     if args.dry_run:
         return _dry_run(config, args)
-    problem = writable_directory_problem(args.out)
-    if problem is not None:
-        raise ValueError(f"{problem}.")
+    check_output_directory(args.out, what="--out", reads=config_reads(args.config, config), clears=args.force)
     from privgame.engine.store import ResultsStore
 
     # another experiment's results in --out are refused now, before the analytic ε (a DP-SGD calibration) is computed
@@ -395,12 +397,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from privgame.analysis.reporting import estimator_labels_of
     from privgame.engine.report import brief_summary, ceiling_note, plot_results, summarise_results
 
-    _check_output_file(args.output, "--output")
-    _check_output_file(args.plot, "--plot")
-    _check_output_file(args.ladder, "--ladder")
-    _check_output_file(args.curves, "--curves")
-    if args.curves and Path(args.curves).suffix.lower() not in (".png", ".pdf"):
-        raise ValueError(f"--curves must name a .png or .pdf file, got {args.curves!r}.")
+    _check_report_outputs(args)
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
     if (args.risk is not None or args.baseline is not None) and not args.compare:
         raise ValueError(f"{'--risk' if args.risk is not None else '--baseline'} needs --compare.")
@@ -413,7 +410,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             if args.risk is not None:
                 raise ValueError("--risk and --baseline are separate comparisons: give one.")
             differences, summary = record_differences(args.results, args.baseline)
-            _write_text(args.output, format_table(differences if args.records else summary, args.format))
+            _report_warnings(args.results)  # the damaged trials the comparison left out
+            _write_text(args.output, format_table(differences if args.records else summary, args.format), "--output")
             if args.plot:
                 from privgame.analysis._figures import check_suffix, save
                 from privgame.engine.compare import point_label
@@ -424,7 +422,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             return 0
 
         compared, only = compare_attacks(args.results, risk=0.8 if args.risk is None else args.risk)
-        _write_text(args.output, format_table(only if args.records else compared, args.format))
+        _report_warnings(args.results)  # the damaged trials the comparison left out
+        _write_text(args.output, format_table(only if args.records else compared, args.format), "--output")
         if not args.records:
             print(
                 f"privgame: {len(only)} records at risk under one attack only (--compare --records lists them)",
@@ -449,7 +448,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if hidden:
             print(f"privgame: {hidden} more columns (intervals, diagnostics) with --format csv", file=sys.stderr)
     text = format_table(table, args.format)
-    _write_text(args.output, text)
+    _write_text(args.output, text, "--output")
     note = None if args.records else ceiling_note(summary)
     if note is not None:
         print(f"privgame: {note}", file=sys.stderr)
@@ -467,9 +466,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         title, subtitle = ladder_context(args.results)
         path, omitted = plot_estimator_ladder(summary, swept, args.ladder, title=title, subtitle=subtitle)
-        tex = Path(args.ladder).with_suffix(".tex")
-        _check_output_file(str(tex), "--ladder's table")
-        tex.write_text(ladder_latex(summary, swept, caption=f"{title}: {subtitle}."), encoding="utf-8")
+        tex = Path(args.ladder).with_suffix(".tex")  # checked with the other outputs, before any work
+        _write_text(str(tex), ladder_latex(summary, swept, caption=f"{title}: {subtitle}."), "--ladder's table")
         note = f" (no bound at this δ, left out: {', '.join(omitted)})" if omitted else ""
         print(f"ladder written to {path} and its LaTeX table to {tex}{note}", file=sys.stderr)
     elif args.ladder:
@@ -544,7 +542,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         n_jobs=args.n_jobs,
         progress=True,
     )
-    _write_text(args.output, format_table(table, args.format, digits=4))
+    _write_text(args.output, format_table(table, args.format, digits=4), "--output")
     forced = table["expected"] == "violates"  # product-model estimators forced on dependent canaries
     invalid = table["estimator"].str.startswith("INVALID")
     valid = ~invalid & ~forced
@@ -573,7 +571,7 @@ def _cmd_ladder(args: argparse.Namespace) -> int:
     from privgame.analysis.ladder import gaussian_ladder, plot_ladder
 
     _check_seed(args.seed)
-    _check_output_file(args.plot, "--plot")
+    _check_output_file(args.plot, "--plot", suffixes=FIGURE_SUFFIXES)
     table = gaussian_ladder(args.mu, n=args.n, delta=args.delta, confidence=args.confidence, seed=args.seed)
     sys.stdout.write(format_table(table, args.format))
     if args.plot:
@@ -587,8 +585,8 @@ def _one_or_sweep(values: list[float] | None) -> float | list[float] | None:
 
 
 def _cmd_reanalyse(args: argparse.Namespace) -> int:
+    from privgame.core.outputs import check_output_directory
     from privgame.engine.reanalyse import reanalyse
-    from privgame.engine.resources import writable_directory_problem
     from privgame.engine.store import StoreError
 
     analysis: dict[str, Any] = {}
@@ -625,9 +623,7 @@ def _cmd_reanalyse(args: argparse.Namespace) -> int:
         "allow_dependent_canaries": args.allow_dependent_canaries,
     }
     analysis.update({k: v for k, v in given.items() if v is not None})
-    problem = writable_directory_problem(args.out)
-    if problem is not None:
-        raise ValueError(f"{problem}.")
+    check_output_directory(args.out, what="--out", reads={"--config": args.config})
     try:
         store = reanalyse(
             args.results,
@@ -647,8 +643,8 @@ def _cmd_domain(args: argparse.Namespace) -> int:
     """``privgame domain FILE``: the draft domain of a data file, headed by the warning that it is not public."""
     from privgame.data.files import draft_text
 
-    _check_output_file(args.output, "--output")
-    _write_text(args.output, draft_text(args.file))
+    _check_output_file(args.output, "--output", reads={"the data file": args.file})
+    _write_text(args.output, draft_text(args.file), "--output")
     if args.output is not None:
         print(
             f"privgame: wrote a DRAFT domain to {printable(args.output)}: it was read from the data; replace its "
@@ -689,24 +685,71 @@ def _check_seed(seed: int) -> None:
         raise ValueError(f"--seed must be an integer >= 0, got {seed}.")
 
 
-def _check_output_file(path: str | None, option: str) -> None:
-    """Refuse an output file path that is empty, a directory, or inside a missing or non-directory folder."""
-    from privgame.engine.resources import output_file_problem
+def _check_output_file(
+    path: str | Path | None,
+    option: str,
+    *,
+    reads: Mapping[str, str | None] | None = None,
+    results: Sequence[str] = (),
+    suffixes: tuple[str, ...] | None = None,
+    probe: bool = True,
+) -> None:
+    """Refuse an output file that :func:`privgame.core.outputs.output_file_problem` refuses (nothing for ``None``)."""
+    from privgame.core.outputs import OutputPathError, output_file_problem
 
-    problem = None if path is None else output_file_problem(path, what=option)
+    problem = None
+    if path is not None:
+        problem = output_file_problem(path, what=option, reads=reads, results=results, suffixes=suffixes, probe=probe)
     if problem is not None:
-        raise ValueError(f"{problem}.")
+        raise OutputPathError(f"{problem}.")
 
 
-def _write_text(path: str | None, text: str) -> None:
-    """Write ``text`` to ``path`` (checked by :func:`_check_output_file`), or to stdout when ``path`` is None."""
+def _write_text(path: str | None, text: str, option: str) -> None:
+    """Write ``text`` to ``path`` (checked by :func:`_check_output_file`) atomically, or to stdout when ``path`` is
+    None."""
     if path is None:
         sys.stdout.write(text)
         return
+    from privgame.core.outputs import write_text
+
+    write_text(path, text, what=option)
+
+
+def _check_report_outputs(args: argparse.Namespace) -> None:
+    """Every file ``privgame report`` may write, checked before the results are summarised: each on its own
+    (:func:`_check_output_file`; none a file of the results directory or the data file its manifest names), then
+    all together (no two the same file).  ``--ladder FILE`` also names its LaTeX table, ``FILE`` with ``.tex``, and
+    ``--curves FILE`` the names of each grid point's figure, ``FILE-p<index>``: all are checked."""
+    from privgame.core.outputs import check_distinct
+    from privgame.engine.report import trial_curve_paths
+    from privgame.engine.store import ResultsStore
+
+    if args.curves and Path(args.curves).suffix.lower() not in (".png", ".pdf"):
+        raise ValueError(f"--curves must name a .png or .pdf file, got {args.curves!r}.")
+    outputs: dict[str, tuple[str | Path | None, tuple[str, ...] | None]] = {
+        "--output": (args.output, None),
+        "--plot": (args.plot, FIGURE_SUFFIXES),
+        "--ladder": (args.ladder, FIGURE_SUFFIXES),
+        "--curves": (args.curves, None),
+    }
+    results = (args.results,)
+    for option, (path, suffixes) in outputs.items():  # first what needs no manifest: a bad name fails at once
+        _check_output_file(path, option, results=results, suffixes=suffixes)
+    if args.ladder:
+        outputs["--ladder's table"] = (Path(args.ladder).with_suffix(".tex"), None)
     try:
-        Path(path).write_text(text)
-    except OSError as exc:
-        raise ValueError(f"cannot write {path!r}: {exc.strerror or exc}.") from None
+        manifest = ResultsStore(args.results).manifest()
+    except ValueError:  # not results (a StoreError): said in its own words when they are read
+        manifest = {}
+    grid = manifest.get("grid")
+    if args.curves and isinstance(grid, list) and len(grid) > 1:  # FILE itself where one grid point has trials
+        for index, path in trial_curve_paths(args.curves, range(len(grid))).items():
+            outputs[f"--curves (grid point {index})"] = (path, None)
+    source = manifest.get("data_source")
+    data = source.get("path") if isinstance(source, dict) and isinstance(source.get("path"), str) else None
+    for option, (path, _) in outputs.items():  # their folders were probed above (FILE-p<index> is beside FILE)
+        _check_output_file(path, option, reads={"the data file": data}, results=results, probe=False)
+    check_distinct({option: path for option, (path, _) in outputs.items()})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -58,20 +58,14 @@ def _groups(outcome: Any) -> dict[str, np.ndarray]:
 
 def _read(root: str) -> tuple[ResultsStore, pd.DataFrame, list[str], list[dict[str, Any]]]:
     """The store, its rows, the swept parameters (the analysis' left out) and each grid point's swept values, the
-    manifest checked as a report checks it (a stranger's or a damaged directory is refused in one line)."""
+    manifest and the rows checked as a report checks them (a stranger's or a damaged directory is refused in one
+    line: every grid point's params a table, every row's grid point one of the grid's)."""
     from privgame.engine.report import _load
 
     stored = _load(root, need_games=False)
-    grid = stored.manifest["grid"]
-    params = [entry.get("params") if isinstance(entry, dict) else None for entry in grid]
-    bad = next((i for i, values in enumerate(params) if not isinstance(values, dict)), None)
-    if bad is not None:
-        raise StoreError(f"{root}/manifest.json: grid point {bad} must give its params as a table, got {grid[bad]!r}.")
-    points = stored.rows["grid_point"].to_numpy(dtype=np.int64)
-    if points.min() < 0 or points.max() >= len(grid):
-        raise StoreError(f"{root}/manifest.json: grid must list grid point {points.max()}, got {len(grid)} points.")
+    params = [entry["params"] for entry in stored.manifest["grid"]]
     swept = [s for s in stored.swept if not s.startswith("analysis.")]
-    return stored.store, stored.rows, swept, params  # type: ignore[return-value]
+    return stored.store, stored.rows, swept, params
 
 
 def compare_attacks(
@@ -126,6 +120,8 @@ def compare_attacks(
     for point in points:
         labels = {k: grid[point].get(k) for k in swept}
         trials = rows[rows["grid_point"] == point]
+        # each record's highest AUC under the other points: none where no other point played it (one attack alone)
+        best_other = keyed.drop(point, level="grid_point").groupby(level=["game", "repetition", "record"]).max()
         pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
         for trial in trials["trial"].astype(int):
             outcome = store.load_outcome(trial)
@@ -158,10 +154,8 @@ def compare_attacks(
             if "seconds_attack" in trials:
                 row["seconds_attack"] = float(trials["seconds_attack"].sum())
             table.append(row)
-            everyone = keyed.drop(point, level="grid_point")
             for key in alone:
                 game_key, rep, record = key
-                best = everyone.xs((game_key, rep, record), level=("game", "repetition", "record"))
                 only.append(
                     {
                         "grid_point": point,
@@ -170,7 +164,7 @@ def compare_attacks(
                         "repetition": rep,
                         "record": record,
                         "auc": float(mine_at_risk[key]),
-                        "best_other_auc": float(best.max()) if best.size else float("nan"),
+                        "best_other_auc": float(best_other.get(key, np.nan)),
                     }
                 )
     return pd.DataFrame(table), pd.DataFrame(only)

@@ -39,6 +39,8 @@ from typing import Any
 
 from privgame.analysis._checks import check_int
 from privgame.attacks._base import Attack
+from privgame.core.inputs import InputFileError, read_input
+from privgame.core.trust import UntrustedImportError, check_import
 from privgame.engine.registry import ATTACKS, GAMES, MECHANISMS, Registry, UnknownNameError
 from privgame.engine.resources import memory_problem
 from privgame.games._base import AnalysisSettings, Game
@@ -240,25 +242,18 @@ def read_config_bytes(path: str | Path) -> bytes:
         If the path is empty, missing, a directory or another non-regular file (a device, a FIFO), unreadable,
         or larger than 1 MiB (read at most that much: a symlink to ``/dev/zero`` is refused, not read forever).
     """
-    if str(path) == "":
-        raise ConfigError("the config path is empty; give a TOML file.")
-    p = Path(path)
+    name = str(path)
     try:
-        if p.is_dir():
-            raise ConfigError(f"config path {str(p)!r} is a directory; give a TOML file.")
-        if not p.exists():
-            raise ConfigError(f"config file {str(p)!r} does not exist.")
-        if not p.is_file():
-            raise ConfigError(f"config path {str(p)!r} is not a regular file (a device or a pipe); give a TOML file.")
-        with p.open("rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
-    except PermissionError:
-        raise ConfigError(f"config file {str(p)!r} cannot be read (permission denied).") from None
-    except OSError as exc:
-        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror or exc}.") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file {str(p)!r} is larger than 1 MiB; a config is a short TOML file.")
-    return data
+        return read_input(name, what="config file", limit=MAX_CONFIG_BYTES)
+    except InputFileError as exc:
+        message = {
+            "empty": "the config path is empty; give a TOML file.",
+            "missing": f"config file {name!r} does not exist.",
+            "directory": f"config path {name!r} is a directory; give a TOML file.",
+            "special": f"config path {name!r} is not a regular file (a device or a pipe); give a TOML file.",
+            "too-large": f"config file {name!r} is larger than 1 MiB; a config is a short TOML file.",
+        }.get(exc.reason, str(exc))
+        raise ConfigError(message) from None
 
 
 def decode_config(data: bytes, path: str | Path) -> dict[str, Any]:
@@ -403,6 +398,7 @@ def parse_config(
         for combo in itertools.product(*(values for _, _, values in sweeps))
     ]
     attack_points = tuple(math.prod(len(values) for _, _, values in v[2]) for v in variants) if several else ()
+    plays_seen: dict[str, tuple[int, int]] = {}
     for play, (classes, fixed, sweeps, labels, combo) in enumerate(combos):
         params = copy.deepcopy(fixed)
         for (section, key, _), value in zip(sweeps, combo, strict=True):
@@ -414,6 +410,7 @@ def parse_config(
             named = {f"attack.{key}": _get_path(built["attack"], key) for key in labels}
             swept_values = {"attack.name": built["attack"].name, **named, **swept_values}
         swept_keys.update(dict.fromkeys(swept_values))
+        _check_new_play(plays_seen, (len(grid), play), built, swept_values, attack_points)
         reason = built["game"].incompatibility(built["mechanism"], built["attack"])
         if reason is not None:
             raise ConfigError(f"incompatible components: {reason}.")
@@ -546,6 +543,10 @@ def import_plugins(modules: Sequence[str], *, source: str, folder: str | Path | 
         if place not in sys.path:
             sys.path.append(place)
     for module in modules:
+        try:
+            check_import(module, field="plugin")
+        except UntrustedImportError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
         try:
             importlib.import_module(module)
         except SystemExit as exc:  # a module that exits would otherwise end the command silently, status 0
@@ -681,6 +682,40 @@ def _repetitions(given: int | None, grid: list[GridPoint], label: str) -> int:
     return count
 
 
+def _check_new_play(
+    seen: dict[str, tuple[int, int]],
+    at: tuple[int, int],
+    built: Mapping[str, Any],
+    values: Mapping[str, Any],
+    attack_points: Sequence[int],
+) -> None:
+    """Refuse a play (game, mechanism, attack) that an earlier grid point plays already: two identical
+    ``[[attack]]`` tables, or a value swept twice.  Such points could not be told apart in a report or a comparison
+    (their swept values are the same), and more trials of one play are what ``repetitions`` gives.  ``seen`` maps
+    each play so far to its first grid point and its play number; ``at`` is this play's.
+
+    Raises
+    ------
+    ConfigError
+    """
+    key = config_hash({section: _plain(component) for section, component in built.items()})
+    if key not in seen:
+        seen[key] = at
+        return
+    (first, first_play), (index, play) = seen[key], at
+    shown = ", ".join(f"{k} = {v!r}" for k, v in values.items()) or "no swept values"
+    where = ""
+    if attack_points:  # the [[attack]] tables the two plays come from (each table's plays are consecutive)
+        ends = list(itertools.accumulate(attack_points))
+        tables = [next(i for i, end in enumerate(ends) if p < end) + 1 for p in (first_play, play)]
+        if tables[0] != tables[1]:
+            where = f" ([[attack]] tables {tables[0]} and {tables[1]} are the same attack)"
+    raise ConfigError(
+        f"each grid point must play its own (game, mechanism, attack), got grid points {first} and {index} alike "
+        f"({shown}){where}; give each once (for more trials of it, raise [experiment] repetitions)."
+    )
+
+
 def _check_attack_tables(tables: list[Any]) -> None:
     """``[[attack]]``: between 1 and :data:`MAX_ATTACK_TABLES` tables.
 
@@ -803,7 +838,9 @@ def _is_sweep(cls: type, key: str, value: Any) -> bool:
         return False
     options = _hint_options(cls, key)
     is_sequence_param = any(typing.get_origin(h) in (tuple, list) or h in (tuple, list) for h in options)
-    return not is_sequence_param or all(isinstance(v, list) for v in value)
+    # a flat list is one value of a sequence parameter, and the empty list is flat: `hidden = []` is no hidden
+    # layer, not an empty sweep (the component refuses an empty value it cannot take)
+    return not is_sequence_param or (len(value) > 0 and all(isinstance(v, list) for v in value))
 
 
 def _freeze(value: Any) -> Any:

@@ -22,8 +22,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from privgame.core.inputs import InputFileError, read_input
+from privgame.core.trust import names_from
 from privgame.engine._text import printable
-from privgame.engine.config import ExperimentConfig, parse_config
+from privgame.engine.config import MAX_CONFIG_BYTES, ExperimentConfig, parse_config
 from privgame.engine.plan import (
     analytic_epsilons,
     plan_trials,
@@ -35,28 +37,7 @@ from privgame.engine.plan import (
 from privgame.engine.runner import trial_row
 from privgame.engine.store import ResultsStore, StoreError, describe_trials
 
-__all__ = ["foreign_estimators", "reanalyse", "reanalysis_config"]
-
-
-def foreign_estimators(config: Any) -> list[str]:
-    """The import paths outside scikit-learn that the ``sklearn`` mechanisms of a stored config name (at any depth,
-    swept values included): rebuilding the config imports them, which runs their code, as a plugin's."""
-    from privgame.mechanisms.training.sklearn_model import SklearnModel
-
-    found: list[str] = []
-    pending = [config]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, Mapping):
-            if value.get("name") == SklearnModel.name:
-                paths = value.get("estimator", [])
-                for path in paths if isinstance(paths, list) else [paths]:
-                    if not (isinstance(path, str) and path.startswith("sklearn.")):
-                        found.append(str(path))
-            pending += list(value.values())
-        elif isinstance(value, list):
-            pending += value
-    return sorted(set(found))
+__all__ = ["reanalyse", "reanalysis_config"]
 
 
 def reanalysis_config(
@@ -67,30 +48,23 @@ def reanalysis_config(
     Raises
     ------
     StoreError
-        If ``root`` is not a results directory, or names plugins and ``trust_plugins`` is false.
+        If ``root`` is not a results directory.
     ConfigError
-        If the new settings are invalid for a grid point (one line, as ``privgame run``).
+        If the new settings are invalid for a grid point (one line, as ``privgame run``), or the stored config names
+        code outside privgame and scikit-learn (plugins, estimators, model factories) and ``trust_plugins`` is false
+        (:mod:`privgame.core.trust`).
     """
     source = ResultsStore(root)
     manifest = source.manifest()  # refuses what is not a results directory
     stored = manifest.get("config")
     if not isinstance(stored, Mapping):
         raise StoreError(f"{str(source.root)!r} has no stored config in its manifest: it cannot be reanalysed.")
-    plugins = stored.get("experiment", {}).get("plugins", []) if isinstance(stored.get("experiment"), Mapping) else []
-    if plugins and not trust_plugins:
-        raise StoreError(
-            f"the experiment in {str(source.root)!r} names plugins ({', '.join(map(str, plugins))}); importing them "
-            "runs their code: pass --trust-plugins only for results from a trusted source."
-        )
-    foreign = foreign_estimators(stored)
-    if foreign and not trust_plugins:
-        raise StoreError(
-            f"the experiment in {str(source.root)!r} names estimators outside scikit-learn ({', '.join(foreign)}); "
-            "importing them runs their code: pass --trust-plugins only for results from a trusted source."
-        )
     data = {section: dict(value) if isinstance(value, Mapping) else value for section, value in stored.items()}
     data["analysis"] = {**dict(data.get("analysis", {}) or {}), **dict(analysis)}
-    config = parse_config(data)
+    # every name the stored config would import (plugins, estimators, model factories) is read from a file that this
+    # command did not write: the one gate of privgame.core.trust decides, with the user's --trust-plugins
+    with names_from(repr(str(source.root / "manifest.json")), trusted=trust_plugins):
+        config = parse_config(data)
     old = manifest.get("normalised_config")
     if isinstance(old, Mapping):
         new = config.normalised
@@ -219,10 +193,9 @@ def reanalyse(
 
 def _config_bytes(store: ResultsStore) -> bytes:
     """The reanalysed directory's config copy, headed by a note that its [analysis] section was replaced."""
-    path = store.root / "config.toml"
     try:
-        original = path.read_bytes() if path.is_file() else b""
-    except OSError:
+        original = read_input(store.root / "config.toml", what="config.toml", limit=MAX_CONFIG_BYTES)
+    except (OSError, InputFileError):  # gone, or not a file privgame wrote: the manifest holds the config
         original = b""
     note = (
         f"# Reanalysed from {str(store.root)!r} by `privgame reanalyse`: the [analysis] section below is the\n"

@@ -9,6 +9,7 @@ summarises its own trials, so a plugin is needed only when the game itself comes
 
 from __future__ import annotations
 
+import reprlib
 import sys
 import textwrap
 import warnings
@@ -23,7 +24,7 @@ import pandas as pd
 from privgame.engine._text import printable
 from privgame.engine.config import ConfigError, import_plugins, stored_games
 from privgame.engine.registry import GAMES
-from privgame.engine.store import ResultsStore, StoreError
+from privgame.engine.store import ResultsStore, StoreError, describe_trials
 from privgame.games._base import AnalysisSettings, Game
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ __all__ = [
     "plot_results",
     "records_results",
     "summarise_results",
+    "trial_curve_paths",
 ]
 
 VALUE_PREFIX = "value."
@@ -122,6 +124,11 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *
         size = len(grid) if isinstance(grid, list) else grid
         points = "grid points" if unbuilt else f"{len(games)} grid points of its config"
         raise StoreError(f"{root}/manifest.json: grid must list the {points}, got {size!r}.")
+    bad = next((i for i, entry in enumerate(grid) if not isinstance(_table(entry).get("params"), dict)), None)
+    if bad is not None:  # every reader labels a grid point's rows with its params
+        raise StoreError(
+            f"{root}/manifest.json: grid point {bad} must give its params as a table, got {reprlib.repr(grid[bad])}."
+        )
     rows = store.rows()
     if rows.empty:
         failures = store.failures()
@@ -186,6 +193,13 @@ def summarise_results(
             raise
         except Exception as exc:  # a plugin's registration the summary needs, when the plugins were not imported
             hint = _plugin_hint(_manifest_plugins(stored.manifest))
+            column = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
+            if not hint and isinstance(column, str) and column not in part.columns:
+                trials = describe_trials(set(part["trial"].astype(int)))
+                raise StoreError(  # rows edited, or written by another version: the game reads a column they lack
+                    f"{root}/trials: the rows of grid point {g} ({trials}) must have the column {column!r} its game "
+                    "summarises, got none."
+                ) from None
             if not hint:
                 raise
             error = f"{type(exc).__name__}: {str(exc).rstrip('.')}"
@@ -404,8 +418,8 @@ def figure_results(
             raise ValueError(f"the figure {problem}.")
         manifest = store.manifest()
         labels = {
-            int(g["index"]): ", ".join(f"{k}={v}" for k, v in g["params"].items()) or str(manifest.get("name", ""))
-            for g in manifest["grid"]
+            i: ", ".join(f"{k}={v}" for k, v in g["params"].items()) or str(manifest.get("name", ""))
+            for i, g in enumerate(manifest["grid"])
         }
         records = records.assign(group=[labels[int(g)] for g in records["grid_point"]])
         if records["group"].nunique() == 1:
@@ -461,8 +475,9 @@ def plot_trial_curves(
         If the results' game draws no per-trial figure.
     """
     stored = _load(root, plugins, trust_plugins)
-    rows, out = stored.rows, Path(path)
+    rows = stored.rows
     points = sorted({int(g) for g in rows["grid_point"].unique()})
+    targets = trial_curve_paths(path, points)
     written: list[Path] = []
     for g in points:
         game = stored.games[g]
@@ -473,12 +488,20 @@ def plot_trial_curves(
         params = stored.manifest["grid"][g]["params"]
         label = ", ".join(f"{k}={v}" for k, v in params.items())
         title = printable(f"{stored.name}: {label}, trial {trial}" if label else f"{stored.name}: trial {trial}")
-        target = out if len(points) == 1 else out.with_name(f"{out.stem}-p{g}{out.suffix}")
-        drawn = game.plot_trial(stored.store.load_outcome(trial), stored.analyses[g], target, title=title)
+        drawn = game.plot_trial(stored.store.load_outcome(trial), stored.analyses[g], targets[g], title=title)
         if drawn is None:
             raise StoreError(f"game {game.name!r} draws no per-trial curves (--curves is for games such as panoramia).")
         written.append(drawn)
     return written
+
+
+def trial_curve_paths(path: str | Path, points: Sequence[int]) -> dict[int, Path]:
+    """Where :func:`plot_trial_curves` draws each grid point of ``points`` (those with finished trials): ``path``
+    itself for one, else ``<stem>-p<index><suffix>`` each (``privgame report`` checks them all before any work)."""
+    out, points = Path(path), list(points)
+    if len(points) == 1:
+        return {points[0]: out}
+    return {g: out.with_name(f"{out.stem}-p{g}{out.suffix}") for g in points}
 
 
 def _roc_panels(root: str, store: ResultsStore) -> dict[str, dict[str, Any]] | None:
@@ -638,7 +661,7 @@ def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: boo
                 "setting": label,
                 "estimator": name,
                 "epsilon": float(np.nanmedian(vals)) if np.isfinite(vals).any() else float("nan"),
-                "epsilon_true": point["epsilon_analytic"],
+                "epsilon_true": point.get("epsilon_analytic", float("nan")),
             }
             if dependence is not None and name in PRODUCT_MODEL:
                 record["note"] = printable(

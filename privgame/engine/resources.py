@@ -9,22 +9,26 @@ machine's physical memory, with the estimate and the sizes that caused it.  Esti
 
 The results directory is checked the same way (:func:`writable_directory_problem`): an empty path, a path
 through a regular file, or a place the user cannot write is refused with one line before the config is run,
-and nothing is left behind.
+and nothing is left behind.  Whether a path may be written is decided in one place, :mod:`privgame.core.outputs`;
+the two functions here are its names for the engine's older callers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from privgame.core.outputs import output_directory_problem
+from privgame.core.outputs import output_file_problem as _output_file_problem
+from privgame.engine._text import summary
+
 __all__ = [
     "PLAN_BYTES_PER_TRIAL",
     "check_n_jobs",
+    "config_reads",
     "format_bytes",
     "memory_problem",
     "output_file_problem",
@@ -59,14 +63,21 @@ def trial_bytes(point: Any) -> int:
 
 
 def _sizes(point: Any) -> str:
-    """The grid point's integer parameters of 1,000 or more (the sizes an estimate grows with)."""
+    """The grid point's integer parameters of 1,000 or more, and lists of integers holding one (a network's layer
+    widths): the sizes an estimate grows with."""
+
+    def size(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1000
+
     found = []
     for section in ("game", "mechanism", "attack"):
         component = getattr(point, section)
         for f in dataclasses.fields(component):
             value = getattr(component, f.name)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 1000:
+            if size(value):
                 found.append(f"{section}.{f.name} = {value:,}")
+            elif isinstance(value, tuple) and any(size(v) for v in value) and all(isinstance(v, int) for v in value):
+                found.append(f"{section}.{f.name} = [{', '.join(f'{v:,}' for v in value)}]")
     return ", ".join(found)
 
 
@@ -105,10 +116,8 @@ def memory_problem(grid: Sequence[Any], n_trials: int, *, available: int | None 
 
 
 def writable_directory_problem(path: str | Path, *, what: str = "--out") -> str | None:
-    """Why ``path`` cannot be (or become) a directory this process writes in, or ``None`` when it can.
-
-    Nothing is created: the nearest existing ancestor is probed with a temporary file that is removed at once
-    (permission bits alone would say nothing for root or on a read-only mount).
+    """Why ``path`` cannot be (or become) a directory this process writes in, or ``None`` when it can
+    (:func:`privgame.core.outputs.output_directory_problem`, which decides it; nothing is created).
 
     Parameters
     ----------
@@ -116,30 +125,12 @@ def writable_directory_problem(path: str | Path, *, what: str = "--out") -> str 
     what : str, default="--out"
         The option or field named in the message.
     """
-    if str(path) == "":
-        return f"{what} is empty; give a directory"
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        return f"{what} {str(p)!r} is a file, not a directory"
-    probe = p
-    while not probe.exists():
-        if probe.is_symlink():
-            return f"{what} {str(p)!r}: {str(probe)!r} is a broken symbolic link"
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"{what} {str(p)!r} cannot be a directory: {str(probe)!r} is a file"
-    try:
-        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".privgame-probe-")
-    except OSError as exc:
-        return f"{what} {str(p)!r} cannot be written: {str(probe)!r}: {exc.strerror or exc}"
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)
-    return None
+    return output_directory_problem(path, what=what)
 
 
 def output_file_problem(path: str | Path, *, what: str, create_parents: bool = False) -> str | None:
-    """Why a file cannot be written at ``path``, or ``None`` when it can (checked before the work that fills it).
+    """Why a file cannot be written at ``path``, or ``None`` when it can (checked before the work that fills it):
+    :func:`privgame.core.outputs.output_file_problem`, which decides it.
 
     Parameters
     ----------
@@ -149,20 +140,7 @@ def output_file_problem(path: str | Path, *, what: str, create_parents: bool = F
     create_parents : bool, default=False
         Whether missing folders will be created (then only a regular file on the way is a problem).
     """
-    if str(path) == "":
-        return f"{what} is empty; give a file name"
-    p = Path(path)
-    if p.is_dir():
-        return f"{what} {str(p)!r} is a directory; give a file name"
-    parent = p.parent
-    if create_parents:
-        while not parent.exists():
-            parent = parent.parent
-    if not parent.exists():
-        return f"{what} {str(p)!r}: the folder {str(parent)!r} does not exist"
-    if not parent.is_dir():
-        return f"{what} {str(p)!r}: {str(parent)!r} is a file, not a folder"
-    return None
+    return _output_file_problem(path, what=what, create_parents=create_parents)
 
 
 def check_n_jobs(n_jobs: object, *, what: str = "n_jobs") -> int:
@@ -174,5 +152,24 @@ def check_n_jobs(n_jobs: object, *, what: str = "n_jobs") -> int:
         For 0, values below -1, booleans and non-integers.
     """
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"{what} must be a positive integer or -1, got {n_jobs!r} (-1: all cores).")
+        raise ValueError(f"{what} must be a positive integer or -1, got {summary(n_jobs)} (-1: all cores).")
     return n_jobs
+
+
+def config_reads(path: str | os.PathLike[str] | None, config: Any) -> dict[str, str | None]:
+    """The files a run of ``config`` reads, for :func:`privgame.core.outputs.check_output_directory`: the config
+    file (``path``; ``None`` for a config given in Python) and a ``[data] path``'s data and domain files.
+
+    Parameters
+    ----------
+    path : str, path-like or None
+    config : privgame.engine.config.ExperimentConfig
+    """
+    data = config.raw.get("data") if isinstance(config.raw, dict) else None
+    data = data if isinstance(data, dict) else {}
+    source = getattr(config, "data_source", None)
+    return {
+        "the config": None if path is None else os.fspath(path),
+        "the data file": source.path if source is not None else data.get("path"),
+        "the domain file": data.get("domain") if isinstance(data.get("domain"), str) else None,
+    }

@@ -358,8 +358,7 @@ class _RunsBar:
         while not self.stop.wait(0.5):
             running = 0
             for index in list(self.pending):
-                with contextlib.suppress(OSError, ValueError):
-                    running += int(json.loads(self.store.progress_path(index).read_text())["done"])
+                running += self.store.progress_done(index)
             value = min(self.finished + running, int(self.bar.total or 0))
             if value != self.bar.n:
                 self.bar.n = value

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import reprlib
 import shutil
 import sys
 import tempfile
@@ -34,13 +35,14 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from privgame.core.inputs import InputFileError, open_input, read_input
 from privgame.engine.config import config_hash
 from privgame.games._base import TrialOutcome
 
@@ -64,6 +66,21 @@ _OWNED = _FILES + _DIRS
 #: the columns of a row that hold the SHA-256 of the trial's raw arrays and of its per-record rows ("": none)
 CHECKSUM_COLUMNS = ("sha256_raw", "sha256_records")
 _NPZ_DATE = (1980, 1, 1, 0, 0, 0)  # a fixed timestamp, so the same arrays always give the same bytes
+# The most privgame reads of each file of a results directory (docs/results.md, "Limits"): far above what a run
+# writes, so that only a file that is not privgame's (a link to /dev/zero, a huge stray file) is refused
+MAX_MANIFEST_BYTES = 1 << 30  # manifest.json: a config of 100,000 grid points takes some tens of MiB
+MAX_ROW_BYTES = 64 << 20  # trials/trial-NNNNNN.parquet: one row
+MAX_RECORDS_BYTES = 4 << 30  # records/trial-NNNNNN.parquet: one trial's per-record rows
+MAX_RAW_BYTES = 64 << 30  # raw/trial-NNNNNN.npz: one trial's raw arrays (a billion float64 scores is 8 GiB)
+MAX_FAILURE_BYTES = 16 << 20  # failures/trial-NNNNNN.json: an error and its traceback
+MAX_PROGRESS_BYTES = 1 << 10  # progress/trial-NNNNNN.json: {"done": n}
+_LIMITS = {
+    "trials": MAX_ROW_BYTES,
+    "records": MAX_RECORDS_BYTES,
+    "raw": MAX_RAW_BYTES,
+    "failures": MAX_FAILURE_BYTES,
+    "progress": MAX_PROGRESS_BYTES,
+}
 
 
 _RUN_REMEDY = "use --force to delete them and start over, or choose another --out"
@@ -103,7 +120,18 @@ def _mkdir(path: Path) -> None:
 
 
 def _atomic_write(path: Path, write: Any) -> None:
-    """Write through ``write(tmp_path)`` to a temporary file in the same folder, then rename into place."""
+    """Write through ``write(tmp_path)`` to a temporary file in the same folder, then rename into place.
+
+    Raises
+    ------
+    StoreError
+        If ``path`` is a directory (which the rename could not replace, and privgame would not delete).
+    """
+    if path.is_dir() and not path.is_symlink():
+        raise StoreError(
+            f"{str(path)!r} must be a file, got a directory; privgame deletes no folder it did not make: move it "
+            "away and run again."
+        )
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -119,9 +147,35 @@ def _is_our_tmp(name: str) -> bool:
     return name.endswith(".tmp") and name.startswith(tuple(f".{f}." for f in _FILES))
 
 
+def _open(path: Path) -> BinaryIO:
+    """A trial's file (its folder says which, and the most read of it), opened as every file privgame reads is:
+    a regular file only, never a FIFO that would block the reader."""
+    return open_input(path, what=f"{path.parent.name}/{path.name}", limit=_LIMITS.get(path.parent.name, MAX_RAW_BYTES))
+
+
+def _unreadable(name: Any, exc: InputFileError) -> str:
+    """What is wrong with a trial's file that the opener refused, for a damaged trial's notice."""
+    why = {
+        "missing": "is missing",
+        "directory": "is a directory",
+        "special": "is not a regular file (a FIFO, a device or a socket)",
+        "too-large": "is larger than privgame reads for it",
+    }
+    return f"{name} {why.get(exc.reason, 'is unreadable')}"
+
+
 def _sha256(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+    digest = hashlib.sha256()
+    with _open(path) as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_parquet(path: Path) -> pa.Table:
+    """A trial's Parquet file (its row, its per-record rows), read through :func:`_open`."""
+    with _open(path) as fh:
+        return pq.read_table(pa.BufferReader(fh.read()))
 
 
 def _write_npz(path: Path, arrays: Mapping[str, Any]) -> None:
@@ -137,10 +191,21 @@ def _write_npz(path: Path, arrays: Mapping[str, Any]) -> None:
 def _readable_npz(path: Path) -> bool:
     """Whether ``path`` is a whole ``.npz`` (every member's CRC checks); for rows written before checksums."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with _open(path) as fh, zipfile.ZipFile(fh) as archive:
             return archive.testzip() is None and all(n.endswith(".npy") for n in archive.namelist())
     except (OSError, zipfile.BadZipFile, ValueError):
         return False
+
+
+def _missing_arrays(path: Path) -> list[str] | None:
+    """Which of the arrays every trial's raw file holds (``scores``, ``membership``) ``path`` lacks, read from the
+    archive's index alone; ``None`` when it is missing or not a zip archive."""
+    try:
+        with _open(path) as fh, zipfile.ZipFile(fh) as archive:
+            names = set(archive.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
+    return [key for key in ("scores", "membership") if f"{key}.npy" not in names]
 
 
 def _plain_key(value: Any) -> str:
@@ -202,6 +267,26 @@ def config_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
     return [
         f"{key}: {show(key, a)} → {show(key, b)}" for key in keys if _plain_key(a.get(key)) != _plain_key(b.get(key))
     ]
+
+
+def _grid_shape(root: Path, manifest: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The grid points and the repetitions per grid point of a results manifest, checked: what a trial's row
+    indexes with its ``grid_point`` and ``repetition``; ``None`` for either that the manifest leaves out (a store
+    opened with a partial manifest; a report refuses a manifest without its grid itself)."""
+    path = root / _MANIFEST
+    grid, repetitions = manifest.get("grid"), manifest.get("repetitions")
+    if "grid" in manifest and not (isinstance(grid, list) and grid):
+        raise StoreError(f"{path}: grid must list the grid points, got {reprlib.repr(grid)}.")
+    if repetitions is not None and not (_is_index(repetitions, None) and int(repetitions) > 0):
+        raise StoreError(f"{path}: repetitions must be a positive integer, got {reprlib.repr(repetitions)}.")
+    return (len(grid) if isinstance(grid, list) else None), repetitions
+
+
+def _is_index(value: Any, size: int | None) -> bool:
+    """Whether ``value`` is an int (not a bool, not a float) from 0 to ``size - 1`` (any size: ``None``)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    return 0 <= value and (size is None or value < size)
 
 
 @dataclass(frozen=True)
@@ -300,6 +385,7 @@ class ResultsStore:
         checksum) are discarded with a notice on stderr, so that they are played again."""
         damaged = self.damaged()
         if damaged:
+            self._check_discardable(damaged)
             first = min(damaged)
             print(
                 f"privgame: {len(damaged)} damaged trial{'s' if len(damaged) > 1 else ''} in {self.root} "
@@ -308,6 +394,24 @@ class ResultsStore:
             )
             self.discard(sorted(damaged))
         return self.done()
+
+    def _check_discardable(self, trials: Mapping[int, str]) -> None:
+        """Refuse to play again a damaged trial one of whose files is a directory: privgame never made it, and
+        deleting it could lose what someone put there.
+
+        Raises
+        ------
+        StoreError
+            Naming the directory.
+        """
+        for trial in sorted(trials):
+            row, records = (self.root / sub / _trial_name(trial, ".parquet") for sub in ("trials", "records"))
+            for path in (row, self._raw_path(trial), records):
+                if path.is_dir() and not path.is_symlink():
+                    raise StoreError(
+                        f"{str(path)!r}, trial {trial}'s file, must be a file, got a directory; privgame deletes no "
+                        "folder it did not make: move it away and run again."
+                    )
 
     def check_open(
         self,
@@ -335,14 +439,17 @@ class ResultsStore:
         Raises
         ------
         StoreError
-            If ``root`` is not a directory, holds another config's results (without ``force``), or is a non-empty
-            directory that is not a privgame results directory.
+            If ``root`` is not a directory, holds another config's results (without ``force``), is a non-empty
+            directory that is not a privgame results directory, or (without ``force``) one of its own names is a
+            symbolic link.
         """
         path = self.root
         if path.exists() and not path.is_dir():
             raise StoreError(f"--out {str(path)!r} exists and is not a directory.")
         if not path.is_dir() or not any(path.iterdir()):
             return
+        if not force:
+            self._linked_problem(remedy)
         if not (path / _MANIFEST).exists():
             self._half_made_problem(force)
         elif not force:
@@ -377,6 +484,21 @@ class ResultsStore:
         text = json.dumps(dict(manifest), indent=2, default=str)
         _atomic_write(self.root / _MANIFEST, lambda p: p.write_text(text))
 
+    def _linked_problem(self, remedy: str) -> None:
+        """Refuse a directory one of whose own names is a symbolic link: resuming would write (and discard damaged
+        trials) through it, outside the directory; ``--force`` removes the link alone (:meth:`clear`)."""
+        for name in _OWNED:
+            link = self.root / name
+            if link.is_symlink():
+                force = ""
+                if remedy == _RUN_REMEDY:  # privgame reanalyse has no --force
+                    force = ", or use --force, which removes the link and leaves what it points to alone"
+                raise StoreError(
+                    f"--out {str(self.root)!r}: its {name!r} is a symbolic link (to {os.readlink(link)!r}), and a "
+                    f"results directory's files are written only inside it; remove the link{force}, or choose "
+                    "another --out."
+                )
+
     def _half_made_problem(self, force: bool) -> None:
         """A non-empty directory without a manifest: a half-made results directory may be cleared (it holds no
         trial files, or ``force``); anything else is refused."""
@@ -396,11 +518,14 @@ class ResultsStore:
             )
 
     def clear(self) -> None:
-        """Delete everything a run wrote (and nothing else)."""
+        """Delete everything a run wrote (and nothing else): one of its names that is a symbolic link loses the link
+        only, never what it points to."""
         self._scan = None
         for name in _OWNED:
             target = self.root / name
-            if target.is_dir():
+            if target.is_symlink():
+                target.unlink()
+            elif target.is_dir():
                 shutil.rmtree(target)
             else:
                 target.unlink(missing_ok=True)
@@ -415,13 +540,16 @@ class ResultsStore:
         Raises
         ------
         StoreError
-            If there is none, it is not a JSON object, or its format is not this version's.
+            If there is none, it is not a regular file (a FIFO, a device), is larger than
+            :data:`MAX_MANIFEST_BYTES`, is not a JSON object, or its format is not this version's.
         """
         path = self.root / _MANIFEST
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise StoreError(f"{str(self.root)!r} is not a privgame results directory (no {_MANIFEST}).")
         try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
+            data = json.loads(read_input(path, what=_MANIFEST, limit=MAX_MANIFEST_BYTES).decode("utf-8"))
+        except InputFileError as exc:
+            raise StoreError(str(exc)) from None
         except UnicodeDecodeError as exc:
             raise StoreError(f"{path}: not UTF-8 text (byte {exc.start}); not a privgame manifest.") from None
         except json.JSONDecodeError as exc:
@@ -460,7 +588,11 @@ class ResultsStore:
             else:
                 damaged[trial] = problem
         if tables:
-            table = pa.concat_tables(tables, promote_options="default")
+            self._check_rows(tables)
+            try:
+                table = pa.concat_tables(tables, promote_options="default")
+            except pa.ArrowException as exc:  # a column of one type in some rows, another in others: edited rows
+                raise StoreError(f"{self.root / 'trials'}: the rows cannot be read as one table ({exc}).") from None
             rows = table.to_pandas().sort_values("trial", kind="stable").reset_index(drop=True)
         else:
             rows = pd.DataFrame()
@@ -471,18 +603,61 @@ class ResultsStore:
             if trial is None or trial in finished:
                 continue
             try:
-                info = json.loads(path.read_text(encoding="utf-8"))
+                with _open(path) as fh:
+                    info = json.loads(fh.read().decode("utf-8"))
+            except InputFileError as exc:  # a FIFO or device here is not read: it would block the report
+                info = {"trial": trial, "error": f"unreadable failure record: {_unreadable(path.name, exc)}"}
             except (OSError, ValueError):
                 info = {"trial": trial, "error": f"unreadable failure record {path.name}"}
             failures[trial] = info if isinstance(info, dict) else {"trial": trial, "error": str(info)}
         self._scan = Scan(rows=rows, damaged=damaged, failures=failures)
         return self._scan
 
+    def _check_rows(self, tables: Sequence[pa.Table]) -> None:
+        """Refuse a finished trial's row whose trial, grid point or repetition is not one of the manifest's, or
+        whose grid point and repetition another row has already: a report indexes the manifest's grid with them
+        (a point beyond it has no parameters; a negative one would be read as counted from the end).
+
+        Raises
+        ------
+        StoreError
+            Naming the row's file, the field and its value.
+        """
+        n_grid, repetitions = _grid_shape(self.root, self.manifest())
+        n_trials = None if n_grid is None or repetitions is None else n_grid * repetitions
+        seen: dict[tuple[int, int], int] = {}
+        for table in tables:
+            row = table.to_pylist()[0]
+            trial = row["trial"]
+            name = self.root / "trials" / _trial_name(trial, ".parquet")
+            limits = (
+                ("trial", n_trials, "trials"),
+                ("grid_point", n_grid, "grid points"),
+                ("repetition", repetitions, "repetitions per grid point"),
+            )
+            for key, size, what in limits:
+                if not _is_index(row.get(key), size):
+                    within = "a non-negative integer" if size is None else f"an integer from 0 to {size - 1}"
+                    raise StoreError(
+                        f"{name}: {key} must be one of the manifest's {what} ({within}), "
+                        f"got {reprlib.repr(row.get(key))}."
+                    )
+            pair = (row["grid_point"], row["repetition"])
+            if pair in seen:
+                raise StoreError(
+                    f"{name}: (grid_point, repetition) must name one trial, got {pair!r}, which trial {seen[pair]} "
+                    "has already."
+                )
+            seen[pair] = trial
+
     def _check_trial(self, trial: int, row_path: Path) -> tuple[pa.Table | None, str | None]:
         """The trial's row, or what is wrong with its row or files."""
         try:
-            table = pq.read_table(row_path)
+            with _open(row_path) as fh:
+                table = pq.read_table(pa.BufferReader(fh.read()))
             row = table.to_pylist()
+        except InputFileError as exc:
+            return None, _unreadable(row_path.relative_to(self.root), exc)
         except (OSError, ValueError, pa.ArrowException) as exc:
             return None, f"{row_path.relative_to(self.root)} is unreadable ({type(exc).__name__})"
         if len(row) != 1 or row[0].get("trial") != trial:
@@ -498,10 +673,17 @@ class ResultsStore:
                 continue
             if checksum == "":
                 continue
-            if not path.is_file():
-                return None, f"{name} is missing"
-            if _sha256(path) != checksum:
+            try:
+                digest = _sha256(path)
+            except InputFileError as exc:
+                return None, _unreadable(name, exc)
+            if digest != checksum:
                 return None, f"{name} does not match its checksum"
+        missing = _missing_arrays(raw)  # a checksum vouches for the bytes written, not that a trial wrote them
+        if missing is None:
+            return None, f"{raw.relative_to(self.root)} is missing or not an npz archive"
+        if missing:
+            return None, f"{raw.relative_to(self.root)} lacks the trial's {' and '.join(missing)}"
         return table, None
 
     def done(self) -> set[int]:
@@ -527,22 +709,58 @@ class ResultsStore:
         paths = sorted(p for p in (self.root / "records").glob("trial-*.parquet") if _trial_index(p) in done)
         if not paths:
             return pd.DataFrame()
-        table = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")
+        table = pa.concat_tables([_read_parquet(p) for p in paths], promote_options="default")
         return table.to_pandas().sort_values(["trial", "game"], kind="stable").reset_index(drop=True)
 
     def progress_path(self, trial: int) -> Path:
         """Where a running trial reports its finished mechanism runs."""
         return self.root / "progress" / _trial_name(trial, ".json")
 
+    def progress_done(self, trial: int) -> int:
+        """The mechanism runs a running trial has reported done; 0 when its progress file is absent, being
+        replaced, or not one privgame wrote (never blocking on a FIFO: the progress line's thread is joined)."""
+        try:
+            with _open(self.progress_path(trial)) as fh:
+                return int(json.loads(fh.read())["done"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+
     def failure_path(self, trial: int) -> Path:
         """Where a trial whose code raised has its error and traceback."""
         return self.root / "failures" / _trial_name(trial, ".json")
 
     def load_outcome(self, trial: int) -> TrialOutcome:
-        """The raw arrays of one trial (no pickle is ever loaded)."""
-        with np.load(self._raw_path(trial), allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        return TrialOutcome(scores=arrays.pop("scores"), membership=arrays.pop("membership"), arrays=arrays)
+        """The raw arrays of one trial (no pickle is ever loaded).
+
+        Raises
+        ------
+        StoreError
+            If the file cannot be read as arrays, lacks ``scores`` or ``membership``, or they are not a trial's
+            outcome (one line naming the file).
+        """
+        path = self._raw_path(trial)
+        arrays: dict[str, Any] | None = None
+        try:
+            with _open(path) as fh:
+                data = np.load(fh, allow_pickle=False)
+                if isinstance(data, np.lib.npyio.NpzFile):
+                    with data:
+                        arrays = {k: data[k] for k in data.files}
+        except InputFileError as exc:
+            raise StoreError(f"{path}: a trial's raw arrays cannot be read ({_unreadable('the file', exc)}).") from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise StoreError(f"{path}: a trial's raw arrays cannot be read ({type(exc).__name__}).") from None
+        if arrays is None:  # a lone .npy array under the trial's name
+            raise StoreError(f"{path}: a trial's raw arrays must be an npz archive, got a single array.")
+        missing = [key for key in ("scores", "membership") if key not in arrays]
+        if missing:
+            raise StoreError(
+                f"{path}: a trial's raw arrays must hold {' and '.join(missing)}, got only {sorted(arrays)!r}."
+            )
+        try:
+            return TrialOutcome(scores=arrays.pop("scores"), membership=arrays.pop("membership"), arrays=arrays)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{path}: {str(exc).rstrip('.')}.") from None
 
     # -- writing -------------------------------------------------------------------------------------------
     def discard(self, trials: Sequence[int]) -> None:

@@ -285,13 +285,16 @@ def training_data(
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write ``frame`` as CSV or Parquet by ``path``'s extension (Parquet keeps categories and int64; CSV keeps
     values only); the parent directory is created."""
+    from privgame.core.outputs import atomic_output
+
     p = Path(path)
     _check_suffix(p)
     p.parent.mkdir(parents=True, exist_ok=True)
-    if p.suffix.lower() == ".csv":
-        frame.to_csv(p, index=False)
-    else:
-        frame.to_parquet(p, index=False)
+    with atomic_output(p, what="--out") as tmp:  # a kill leaves the old table or the new one
+        if p.suffix.lower() == ".csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_parquet(tmp, index=False)
     return p
 
 
@@ -317,13 +320,15 @@ def run(args: argparse.Namespace) -> int:
 
     from privgame.analysis._checks import check_int
     from privgame.analysis.fidelity import fidelity_report
-    from privgame.engine.resources import output_file_problem
+    from privgame.core.outputs import check_distinct, check_output_file, write_text
 
     if args.plugins:
         from privgame.engine.config import import_plugins
 
         import_plugins(args.plugins, source="--plugins")
-    if Path(args.data).suffix.lower() in (".csv", ".parquet"):
+    is_file = Path(args.data).suffix.lower() in (".csv", ".parquet")
+    reads = {"the data file": args.data if is_file else None, "the domain file": args.domain}
+    if is_file:
         from privgame.data.files import open_source, register_source
 
         if args.domain is None:
@@ -335,9 +340,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--domain belongs to --data FILE.csv|.parquet, got --data {args.data!r} (a data set's name).")
     out = Path(args.out)
     _check_suffix(out)
-    problem = output_file_problem(out, what="--out", create_parents=True)
-    if problem is not None:
-        raise ValueError(f"{problem}.")
+    check_output_file(out, what="--out", reads=reads, create_parents=True)
+    if args.report:  # its JSON beside the table, checked now rather than after the training
+        check_output_file(report_path(out), what="--report's JSON", reads=reads, create_parents=True)
+        check_distinct({"--out": out, "--report's JSON": report_path(out)})
     seed = check_int("--seed", args.seed, low=0)
     if args.rows is not None:
         check_int("--rows", args.rows, low=1)
@@ -373,8 +379,7 @@ def run(args: argparse.Namespace) -> int:
             "test": _test_description(args.data, test),
             **report.to_dict(),
         }
-        path = report_path(out)
-        path.write_text(json.dumps(_json_safe(document), indent=2) + "\n")
+        path = write_text(report_path(out), json.dumps(_json_safe(document), indent=2) + "\n", what="--report's JSON")
         print(f"report written to {path}")
     return 0
 

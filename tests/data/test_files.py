@@ -8,6 +8,7 @@ play on it in the parent and in the workers alike; ``privgame domain`` drafts a 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -289,7 +290,7 @@ def test_privgame_domain_drafts_a_domain_and_a_run_on_the_draft_says_so(tmp_path
     assert main(["report", str(tmp_path / "out")]) == 0
     assert "is the draft `privgame domain` read from the data itself" in capsys.readouterr().err
     assert main(["domain", str(tmp_path / "nope.csv")]) == 2
-    assert "cannot be read" in capsys.readouterr().err
+    assert f"data file {str(tmp_path / 'nope.csv')!r} does not exist." in capsys.readouterr().err
 
 
 def read_domain_text(folder: Path, text: str):
@@ -482,7 +483,7 @@ def test_a_positive_class_outside_the_label_and_a_folder_for_a_file_are_refused(
     assert load_config(_config(tmp_path, 'label = "diagnosis"\npositive = "sick"')).data_source.positive == "sick"
     data.unlink()
     data.mkdir()
-    with pytest.raises(ConfigError, match=r"clinic\.csv' is not a file"):
+    with pytest.raises(ConfigError, match=r"clinic\.csv' is a directory; give a file\.$"):
         load_config(_config(tmp_path))
 
 
@@ -510,3 +511,192 @@ def test_a_worker_takes_the_parents_data_set_over_an_older_run_s_under_the_same_
         register_source(second)
     register_source(second, authoritative=True)
     assert get_dataset("clinic").rows.sha256 == second.sha256
+
+
+# -- what a data or domain file must be before it is parsed (issue 33) -------------------------------------------
+def _cli(folder: Path, *args: str) -> tuple[int, str]:
+    """``privgame *args`` in a child process stopped after 20 s: the exit status and stderr of a command that, if a
+    refusal regressed, would read forever (a link to /dev/zero) or for minutes (a million columns)."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "privgame.engine.cli", *args], cwd=folder, capture_output=True, text=True, timeout=20
+    )
+    return done.returncode, done.stderr
+
+
+def _refused_everywhere(tmp_path, capsys, data: Path, message: str) -> None:
+    """``data`` is refused with ``message``, one line and status 2, by ``privgame domain`` and by a run on it."""
+    assert main(["domain", str(data)]) == 2
+    assert capsys.readouterr().err == f"privgame: error: {message}\n"
+    with pytest.raises(DataFileError, match=f"^{re.escape(message)}$"):
+        read_table(data, read_domain(tmp_path / "clinic.domain.toml"))
+    config = _config(tmp_path).read_text().replace('path = "clinic.csv"', f'path = "{data.name}"')
+    (tmp_path / "own.toml").write_text(config)
+    assert main(["run", str(tmp_path / "own.toml"), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == f"privgame: error: {message.replace(str(data), str(data.resolve()))}\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs are POSIX")
+def test_a_fifo_as_data_or_domain_file_is_refused_at_once(tmp_path, capsys, no_hang):
+    _, domain = _write_data(tmp_path)
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    assert main(["domain", str(fifo)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"privgame: error: data file {str(fifo)!r} must be a regular file, got a pipe (FIFO).\n"
+    )
+    domain.unlink()
+    os.mkfifo(domain)
+    assert main(["run", str(_config(tmp_path)), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (
+        f"privgame: error: domain file {str(domain)!r} must be a regular file, got a pipe (FIFO).\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_link_to_dev_zero_as_data_or_domain_file_is_refused_at_once(tmp_path):
+    _, domain = _write_data(tmp_path)
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")
+    assert _cli(tmp_path, "domain", "zero.csv") == (
+        2,
+        "privgame: error: data file 'zero.csv' must be a regular file, got a device or socket.\n",
+    )
+    domain.unlink()
+    domain.symlink_to("/dev/zero")
+    _config(tmp_path)
+    status, err = _cli(tmp_path, "run", "own.toml", "--out", "out", "--no-progress")
+    assert (status, err) == (
+        2,
+        "privgame: error: domain file '/dev/zero' must be a regular file, got a device or socket.\n",
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_data_set_whose_file_became_a_fifo_is_refused_at_trial_time(tmp_path, no_hang):
+    data, _ = _write_data(tmp_path)
+    source = load_config(_config(tmp_path)).data_source
+    from privgame.data.files import _FileRows
+
+    data.unlink()
+    os.mkfifo(data)
+    with pytest.raises(DataFileError, match=r"clinic\.csv' must be a regular file, got a pipe \(FIFO\)\.$"):
+        _FileRows(source.path, source.domain, source.sha256)()
+
+
+def test_duplicate_column_names_are_refused_naming_them(tmp_path, capsys):
+    _write_data(tmp_path)
+    data = tmp_path / "dup.csv"
+    # pandas would read the second 'age' as 'age.1', a column the file does not have
+    data.write_text("age,sex,age,bmi,diagnosis,sex,sex\n40,F,41,20.0,sick,F,M\n")
+    message = f"data file {str(data)!r}: column names must be distinct, got 'age' (2 times), 'sex' (3 times)."
+    _refused_everywhere(tmp_path, capsys, data, message)
+    parquet = tmp_path / "dup.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.Table.from_arrays([pa.array([40]), pa.array(["F"]), pa.array([41])], ["age", "sex", "age"]), parquet
+    )
+    message = f"data file {str(parquet)!r}: column names must be distinct, got 'age' (2 times)."
+    _refused_everywhere(tmp_path, capsys, parquet, message)
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([[1, 2], [3]], "list<element: int64>"),
+        ([{"a": 1}, {"a": 2}], "struct<a: int64>"),
+        ([b"\x00\x01", b"\x02"], "binary"),
+        (
+            __import__("pyarrow").array([[("k", 1)], [("k", 2)]], type=__import__("pyarrow").map_("string", "int64")),
+            "map<string, int64 ('bmi')>",
+        ),
+    ],
+)
+def test_a_parquet_column_that_is_not_one_value_per_cell_is_refused(tmp_path, capsys, values, kind):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _write_data(tmp_path)
+    data = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"age": [40, 41], "bmi": values}), data)
+    message = f"data file {str(data)!r}: column 'bmi' must hold one number or text per cell, got {kind}."
+    _refused_everywhere(tmp_path, capsys, data, message)
+
+
+def test_a_csv_wider_than_the_column_limit_is_refused_from_its_header_at_once(tmp_path, capsys, no_hang):
+    from privgame.data.files import MAX_COLUMNS
+
+    _write_data(tmp_path)
+    data = tmp_path / "wide.csv"
+    # a million columns (7 MB): pandas takes minutes and gigabytes on its header alone
+    data.write_text(",".join(f"c{i}" for i in range(10**6)) + "\n" + ",".join("1" for _ in range(10**6)) + "\n")
+    assert _cli(tmp_path, "domain", "wide.csv") == (
+        2,
+        f"privgame: error: data file 'wide.csv' must have at most {MAX_COLUMNS:,} columns, got 1,000,000.\n",
+    )
+    # one past the limit, in domain and in run; a quoted header is counted field by field, up to the limit
+    data.write_text(",".join(f"c{i}" for i in range(MAX_COLUMNS + 1)) + "\n" + "1," * MAX_COLUMNS + "1\n")
+    message = f"data file {str(data)!r} must have at most {MAX_COLUMNS:,} columns, got {MAX_COLUMNS + 1:,}."
+    _refused_everywhere(tmp_path, capsys, data, message)
+    data.write_text('"a,b",' + ",".join(f'"c{i}"' for i in range(MAX_COLUMNS)) + "\n")
+    with pytest.raises(DataFileError, match=f"at most {MAX_COLUMNS:,} columns, got more than {MAX_COLUMNS:,}\\.$"):
+        draft_text(data)
+    # the same number of fields with commas inside quotes is within the limit
+    data.write_text('"a,b",' + ",".join(f'"c,{i}"' for i in range(MAX_COLUMNS - 1)) + "\n")
+    with pytest.raises(DataFileError, match="has a header but no rows"):
+        draft_text(data)
+
+
+def test_a_first_row_wider_than_the_header_is_refused_not_shifted(tmp_path, capsys, no_hang):
+    _write_data(tmp_path)
+    data = tmp_path / "shifted.csv"
+    # pandas would make the extra leading field an index and shift every value one column to the right
+    data.write_text("age,sex,bmi,diagnosis\n40,F,20.5,sick,\n41,M,22.0,healthy,\n")
+    message = f"data file {str(data)!r}: row 0 has 5 fields, more than the 4 columns of its header."
+    _refused_everywhere(tmp_path, capsys, data, message)
+    data.write_text("age,sex,bmi,diagnosis\n" + ",".join("1" for _ in range(10**6)) + "\n")  # minutes for pandas
+    assert _cli(tmp_path, "domain", "shifted.csv") == (
+        2,
+        "privgame: error: data file 'shifted.csv': row 0 has 1,000,000 fields, more than the 4 columns of its "
+        "header.\n",
+    )
+
+
+def test_files_past_their_size_limit_are_refused_before_they_are_read(tmp_path, capsys, monkeypatch):
+    from privgame.data import files
+
+    data, domain = _write_data(tmp_path, n=5)
+    monkeypatch.setattr(files, "MAX_DATA_BYTES", data.stat().st_size - 1)
+    size = data.stat().st_size
+    message = f"data file {str(data)!r} is {size} bytes, larger than the {size - 1} bytes privgame reads for it."
+    _refused_everywhere(tmp_path, capsys, data, message)
+    monkeypatch.undo()
+    domain.write_text(DOMAIN + "#" * files.MAX_DOMAIN_BYTES)
+    with pytest.raises(DataFileError, match=r"domain file .* larger than the 1 MiB privgame reads for it\.$"):
+        read_domain(domain)
+
+
+def test_a_domain_past_the_column_limit_or_nested_too_deep_is_refused(tmp_path):
+    from privgame.data.files import MAX_COLUMNS
+
+    domain = tmp_path / "d.domain.toml"
+    domain.write_text("".join(f'[columns.c{i}]\nkind = "int"\nrange = [0, 1]\n' for i in range(MAX_COLUMNS + 1)))
+    with pytest.raises(DataFileError, match=f"must declare at most {MAX_COLUMNS:,} columns, got {MAX_COLUMNS + 1:,}"):
+        read_domain(domain)
+    domain.write_text("x = " + "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DataFileError, match="must nest its values a few levels deep"):
+        read_domain(domain)
+
+
+def test_the_limits_are_the_ones_docs_datasets_states():
+    from privgame.data.files import MAX_COLUMNS, MAX_DATA_BYTES, MAX_DOMAIN_BYTES
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "datasets.md").read_text().split())
+    assert (MAX_DATA_BYTES, MAX_COLUMNS, MAX_DOMAIN_BYTES) == (4 << 30, 10_000, 1 << 20)
+    assert "A data file, CSV or Parquet, is at most 4 GiB (`privgame.data.files.MAX_DATA_BYTES`)" in text
+    assert "has at most 10,000 columns (`MAX_COLUMNS`;" in text
+    assert "a domain file is at most 1 MiB (`MAX_DOMAIN_BYTES`) and declares at most 10,000 columns" in text

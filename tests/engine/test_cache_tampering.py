@@ -8,6 +8,7 @@ must equal those of a ``--no-cache`` run.
 
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -74,3 +75,36 @@ def test_a_tampered_cache_entry_is_recomputed_not_reused(tmp_path, tamper):
         warnings.simplefilter("error")
         third = _run(config, tmp_path / "again", "--cache-dir", str(cache))
     pd.testing.assert_frame_equal(third, clean)
+
+
+def _folders(cache: Path) -> None:
+    """Every payload replaced by a folder of the same name (holding a file, so it is no empty folder)."""
+    for path in _entries(cache, "parquet"):
+        path.unlink()
+        path.mkdir()
+        (path / "keep").write_text("a stranger's file")
+
+
+def _fifos(cache: Path) -> None:
+    """Every payload and marker replaced by a FIFO: reading one would wait for a writer forever."""
+    for path in _entries(cache, "parquet"):
+        for item in (path, path.with_suffix(".sha256")):
+            item.unlink()
+            os.mkfifo(item)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs need a POSIX system")
+@pytest.mark.parametrize("tamper", [_folders, _fifos], ids=["folder", "fifo"])
+def test_a_cache_entry_that_is_no_file_is_recomputed_without_hanging(tmp_path, tamper, no_hang):
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_MODEL_SEEDED)
+    cache = tmp_path / "cache"
+    clean = _run(config, tmp_path / "clean", "--no-cache")
+    _run(config, tmp_path / "first", "--cache-dir", str(cache))
+    tamper(cache)
+
+    with pytest.warns(UserWarning, match="corrupted cache entry"):
+        again = _run(config, tmp_path / "again", "--cache-dir", str(cache))
+    pd.testing.assert_frame_equal(again, clean)
+    kept = [p / "keep" for p in _entries(cache, "parquet") if p.is_dir()]
+    assert all(p.read_text() == "a stranger's file" for p in kept)  # a folder in the cache is never deleted

@@ -165,7 +165,7 @@ SIZES = [
     ("lira", {"game.n_boot": -1}, r"n_boot must be an integer in \[0, 100000\], got -1\."),
     ("lira", {"game.fprs": [0.0]}, r"fprs\[0\] must be in \(0, 1\), got 0\.0\."),
     ("lira", {"game.fprs": [NAN]}, r"fprs\[0\] must be in \(0, 1\), got nan\."),
-    ("lira", {"game.fprs": []}, r"\[game\] fprs is an empty list; a sweep needs at least one value\."),
+    ("lira", {"game.fprs": []}, r"\[game\] lira: fprs must be a non-empty list of false-positive rates, got \[\]\."),
     ("lira", {"mechanism.batch_size": 0}, r"\[mechanism\] mlp: batch_size must be an integer >= 1, got 0\."),
     ("lira", {"mechanism.hidden": [BIG]}, r"hidden\[0\] must be an integer in \[1, 65536\], got 1000000000000\."),
     ("panoramia", {"game.m": 0}, r"\[game\] panoramia: m must be an integer in \[2, 48842\], got 0\."),
@@ -499,7 +499,7 @@ def test_reanalyse_into_its_own_directory_a_file_or_a_folder_inside(finished, ca
         (str(afile), "is a file, not a directory"),
         (str(afile / "sub"), "cannot be a directory: "),
         (str(out / "again"), "--out must be outside the directory reanalysed"),  # was written into the source
-        (str(out / "raw"), "--out must be outside the directory reanalysed"),
+        (str(out / "raw"), "--out must not be a results directory's own file"),  # the outputs rule, first
     ]
     for target, message in cases:
         assert main(["reanalyse", str(out), "--out", target, "--confidence", "0.9"]) == 2, target

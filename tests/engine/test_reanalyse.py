@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,8 +126,9 @@ def test_a_stored_config_with_plugins_needs_trust(finished, tmp_path):
     manifest = json.loads((root / "manifest.json").read_text())
     manifest["config"]["experiment"]["plugins"] = ["evil_module"]
     (root / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(StoreError, match=r"names plugins \(evil_module\); importing them runs their code"):
+    with pytest.raises(ConfigError, match=r"plugin 'evil_module' is named by .*manifest.json.*--trust-plugins"):
         reanalyse(root, tmp_path / "again", {}, progress=False)
+    assert "evil_module" not in sys.modules
 
 
 def test_the_command_line(finished, tmp_path, capsys):

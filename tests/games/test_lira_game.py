@@ -135,7 +135,11 @@ def test_incompatible_partners_are_refused_before_any_training():
     assert "plays an attack with an efficient leave-one-out evaluation" in str(game.incompatibility(MODEL, Identity()))
     reason = game.incompatibility(MODEL, LiRA())  # per-example variance needs 2 IN and 2 OUT others: M >= 6
     assert reason is not None and "n_models must be at least 6" in reason
-    assert game.incompatibility(MODEL, LiRA(fix_variance=True)) is None
+    # a fixed variance needs fewer of the attack, but the calibrated TPRs standardise each OUT pair by the σ of
+    # its record's M/2 − 1 other OUT models: M >= 6 whatever the attack
+    reason = game.incompatibility(MODEL, LiRA(fix_variance=True))
+    assert reason is not None and "n_models must be at least 6 for the game's calibrated TPRs" in reason
+    assert LiRAGame(**SMALL, n_models=6).incompatibility(MODEL, LiRA(fix_variance=True)) is None
 
 
 # The stored row of the quick LiRA experiment's config shrunk (logistic regression, 8 models on 300 Adult records),
@@ -231,7 +235,8 @@ def test_rmia_is_refused_where_no_reference_models_are_given_and_with_too_few_mo
 
     reason = TraditionalRecordGame().incompatibility(MODEL, RMIA())
     assert reason is not None and "needs models knowledge" in reason and "lira" in reason
-    reason = LiRAGame(**SMALL, n_models=4).incompatibility(MODEL, RMIA())
-    assert reason is None
+    reason = LiRAGame(**SMALL, n_models=4).incompatibility(MODEL, RMIA())  # RMIA's own minimum, not the game's
+    assert reason is not None and "n_models must be at least 6 for the game's calibrated TPRs" in reason
+    assert LiRAGame(**SMALL, n_models=6).incompatibility(MODEL, RMIA()) is None
     with pytest.raises(ValueError, match="n_models"):
         LiRAGame(**SMALL, n_models=2)

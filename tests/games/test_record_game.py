@@ -467,7 +467,7 @@ def test_cli_records_of_a_non_record_game_and_bad_cache_dir(tmp_path, capsys, wr
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert main(["run", str(config), "--out", str(tmp_path / "two"), "--cache-dir", str(blocker)]) == 2
-    assert "--cache-dir must be a directory" in capsys.readouterr().err
+    assert "--cache-dir" in (err := capsys.readouterr().err) and "is a file, not a directory" in err
     assert not (tmp_path / "two").exists()  # refused before the results directory is made
 
 

@@ -61,6 +61,90 @@ def projected(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.
     return _Projected(input_shape[0], n_classes, generator)
 
 
+class _LinearTwice(nn.Module):
+    """One square Linear applied twice: ``head(lin(relu(lin(x))))`` (weight sharing across calls)."""
+
+    def __init__(self, d: int, n_classes: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.lin = init_parameters(nn.Linear(d, d), generator=generator)
+        self.head = init_parameters(nn.Linear(d, n_classes), generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.lin(torch.relu(self.lin(x))))
+
+
+def linear_twice(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """``head(lin(relu(lin(x))))`` with one square ``lin``: a layer used twice in the forward pass."""
+    return _LinearTwice(input_shape[0], n_classes, generator)
+
+
+class _Cancelling(nn.Module):
+    """``head(lin(x) - 0.8 · lin(x + 0.3 tanh(x)))``: the two uses' gradients of ``lin`` point in nearly opposite
+    directions (output gradients G and -0.8 G, inputs x and x + 0.3 tanh(x)), so they largely cancel: per
+    coordinate the sum is at most 0.44 |x_j| |G| (0.2 |G| for the bias), the second use alone at least 0.8 |x_j| |G|
+    (0.8 |G|), the first alone |x_j| |G| (|G|)."""
+
+    def __init__(self, d: int, n_classes: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.lin = init_parameters(nn.Linear(d, d), generator=generator)
+        self.head = init_parameters(nn.Linear(d, n_classes), generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.lin(x) - 0.8 * self.lin(x + 0.3 * torch.tanh(x)))
+
+
+def linear_twice_cancelling(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """A square ``lin`` used twice whose two gradient contributions partly cancel."""
+    return _Cancelling(input_shape[0], n_classes, generator)
+
+
+def sequential_twice(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """``nn.Sequential(lin, Tanh, lin, head)`` with one ``lin`` object twice: the ensemble's Linear-chain fast path."""
+    d = input_shape[0]
+    lin = init_parameters(nn.Linear(d, d), generator=generator)
+    return nn.Sequential(lin, nn.Tanh(), lin, init_parameters(nn.Linear(d, n_classes), generator=generator))
+
+
+class _NormTwice(nn.Module):
+    """One LayerNorm (no closed form: the per-example path) applied twice: ``head(norm(tanh(lin(norm(x)))))``."""
+
+    def __init__(self, d: int, n_classes: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        with torch.no_grad():  # away from LayerNorm's ones and zeros, so that its gradients are generic
+            self.norm.weight.uniform_(0.5, 1.5, generator=generator)
+            self.norm.bias.uniform_(-0.5, 0.5, generator=generator)
+        self.lin = init_parameters(nn.Linear(d, d), generator=generator)
+        self.head = init_parameters(nn.Linear(d, n_classes), generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(torch.tanh(self.lin(self.norm(x)))))
+
+
+def norm_twice(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """A LayerNorm used twice in the forward pass (weight sharing on the per-example path)."""
+    return _NormTwice(input_shape[0], n_classes, generator)
+
+
+class _Tied(nn.Module):
+    """Two Linear modules holding one weight parameter (tied weights): refused by the clipping engine."""
+
+    def __init__(self, d: int, n_classes: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.a = init_parameters(nn.Linear(d, d), generator=generator)
+        self.b = init_parameters(nn.Linear(d, d), generator=generator)
+        self.b.weight = self.a.weight
+        self.head = init_parameters(nn.Linear(d, n_classes), generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.b(torch.relu(self.a(x))))
+
+
+def tied(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """One weight parameter registered in two modules."""
+    return _Tied(input_shape[0], n_classes, generator)
+
+
 def global_rng(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
     """Ignores the generator: PyTorch's default initialisation from the global RNG."""
     return nn.Linear(input_shape[0], n_classes)

@@ -368,9 +368,9 @@ def test_panoramia_queries_its_target_and_helper_on_generated_and_held_out_recor
 
 # -- what reading results imports ------------------------------------------------------------------------------------
 def test_report_imports_no_estimator_and_reanalyse_refuses_a_foreign_one_without_trust(tmp_path):
-    from privgame.engine.reanalyse import foreign_estimators, reanalysis_config
+    from privgame.engine.config import ConfigError
+    from privgame.engine.reanalyse import reanalysis_config
     from privgame.engine.runner import run_experiment
-    from privgame.engine.store import StoreError
 
     sections = _lira_sections({"estimator": "sklearn_pipelines.scaled_logistic"})
     sections["experiment"]["repetitions"] = 1
@@ -384,10 +384,10 @@ def test_report_imports_no_estimator_and_reanalyse_refuses_a_foreign_one_without
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert foreign_estimators(sections) == ["sklearn_pipelines.scaled_logistic"]
-    assert foreign_estimators(_lira_sections({"estimator": ["sklearn.tree.DecisionTreeClassifier"]})) == []
-    with pytest.raises(StoreError, match=r"names estimators outside scikit-learn \(sklearn_pipelines"):
+    sys.modules.pop("sklearn_pipelines", None)
+    with pytest.raises(ConfigError, match=r"estimator 'sklearn_pipelines.scaled_logistic' is named by .*--trust-plug"):
         reanalysis_config(out, {"confidence": 0.9})
+    assert "sklearn_pipelines" not in sys.modules
     config, _ = reanalysis_config(out, {"confidence": 0.9}, trust_plugins=True)
     assert config.grid[0].mechanism.estimator == "sklearn_pipelines.scaled_logistic"
 
