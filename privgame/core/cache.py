@@ -38,7 +38,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privgame.core._memo import BoundedMemo
-from privgame.core.inputs import is_regular_file, read_input
+from privgame.core.inputs import read_input
 
 __all__ = [
     "ArtefactCache",
@@ -281,11 +281,13 @@ MAX_MARKER_BYTES = 1 << 10
 """A completion marker is one line: a SHA-256 and the entry's name."""
 
 
-def _discard(path: Path) -> None:
-    """Remove a damaged entry's file or link; anything else in its place (a folder) is left, and the entry stays
-    a miss: its next store fails with a warning and the artefact is recomputed each time."""
-    if path.is_symlink() or is_regular_file(path):
-        path.unlink(missing_ok=True)
+def _discard(path: Path) -> bool:
+    """Remove a damaged entry's file, link or other special file (a FIFO); return ``False`` when a folder is in its
+    place: a folder is left alone (it may hold someone's files), and the entry stays a miss, recomputed each time."""
+    if path.is_dir() and not path.is_symlink():
+        return False
+    path.unlink(missing_ok=True)
+    return True
 
 
 def _atomic_write_bytes(path: Path, payload: bytes) -> None:
@@ -333,6 +335,7 @@ class ArtefactCache:
             ) from None
         self.hits = 0
         self.misses = 0
+        self._blocked: set[Path] = set()  # entries with a folder in their place (warned about once, when read)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root}
@@ -341,6 +344,7 @@ class ArtefactCache:
         self.root = Path(state["root"])
         self.hits = 0
         self.misses = 0
+        self._blocked = set()
 
     def __repr__(self) -> str:
         return f"ArtefactCache({str(self.root)!r})"
@@ -371,12 +375,15 @@ class ArtefactCache:
                 raise ValueError("its SHA-256 does not match")
             value = decode(payload)
         except Exception as exc:  # any damage: report, drop, regenerate
-            warnings.warn(
-                f"corrupted cache entry {path} ({' '.join(str(exc).split())}); it is deleted and will be regenerated.",
-                stacklevel=3,
+            removed = [_discard(damaged) for damaged in (marker, path)]
+            fate = (
+                "it is deleted and will be regenerated"
+                if all(removed)
+                else "a folder in its place is left alone, so the artefact is recomputed without being cached"
             )
-            for damaged in (marker, path):
-                _discard(damaged)
+            if not all(removed):
+                self._blocked.add(path)
+            warnings.warn(f"corrupted cache entry {path} ({' '.join(str(exc).split())}); {fate}.", stacklevel=3)
             self.misses += 1
             return None
         self.hits += 1
@@ -391,6 +398,8 @@ class ArtefactCache:
             marker = f"{hashlib.sha256(payload).hexdigest()} {kind}/{key}\n"
             _atomic_write_bytes(path.with_suffix(".sha256"), marker.encode())
         except OSError as exc:  # e.g. a folder in the entry's place: the artefact was computed, only not kept
+            if path in self._blocked:
+                return  # said when the entry was read
             warnings.warn(
                 f"cannot store the cache entry {path} ({exc.strerror or exc}); the artefact is used without it.",
                 stacklevel=3,

@@ -103,8 +103,14 @@ def test_a_cache_entry_that_is_no_file_is_recomputed_without_hanging(tmp_path, t
     _run(config, tmp_path / "first", "--cache-dir", str(cache))
     tamper(cache)
 
-    with pytest.warns(UserWarning, match="corrupted cache entry"):
+    entries = len(_entries(cache, "parquet"))
+    with pytest.warns(UserWarning, match="corrupted cache entry") as caught:
         again = _run(config, tmp_path / "again", "--cache-dir", str(cache))
     pd.testing.assert_frame_equal(again, clean)
+    said = [str(w.message) for w in caught if "cache entry" in str(w.message)]
+    assert len(said) == entries, said  # one warning per entry, which says what happened to it
+    fate = "a folder in its place is left alone" if tamper is _folders else "it is deleted and will be regenerated"
+    assert all(fate in message for message in said), said
     kept = [p / "keep" for p in _entries(cache, "parquet") if p.is_dir()]
     assert all(p.read_text() == "a stranger's file" for p in kept)  # a folder in the cache is never deleted
+    assert len(kept) == (entries if tamper is _folders else 0)
