@@ -226,13 +226,29 @@ class Split(ThresholdStrategy):
         candidates: CandidatesFn,
         bounds: BoundsFn,
     ) -> ThresholdChoice:
+        n_in, n_out = in_scores.shape[0], out_scores.shape[0]
+        if n_in + n_out < 2:
+            raise ValueError(
+                f"a split needs at least 2 examples (one to choose on, one to bound on), got {n_in + n_out}."
+            )
         rng = np.random.default_rng(self.seed)
-        in_pick = rng.random(in_scores.shape[0]) < self.fraction
-        out_pick = rng.random(out_scores.shape[0]) < self.fraction
+        # A split that leaves either part empty is drawn again (a bounded number of times).  The condition depends
+        # on the draws alone, not on which examples are members, so the mask stays independent of the labels and
+        # scores (its law is exchangeable), and the held-out audit stays valid; a first draw with both parts
+        # non-empty, every split before this rule, is kept as it was.
+        for _ in range(_SPLIT_DRAWS):
+            in_pick = rng.random(n_in) < self.fraction
+            out_pick = rng.random(n_out) < self.fraction
+            chosen_on = int(np.count_nonzero(in_pick)) + int(np.count_nonzero(out_pick))
+            if 0 < chosen_on < n_in + n_out:
+                break
+        else:
+            raise ValueError(
+                f"a split of {n_in + n_out} examples at fraction {self.fraction:g} left one part empty in "
+                f"{_SPLIT_DRAWS} draws; use a fraction nearer 0.5 or more examples."
+            )
         choose_in, choose_out = in_scores[in_pick], out_scores[out_pick]
         pooled = np.concatenate([choose_in, choose_out])
-        if pooled.size == 0:
-            raise ValueError("Split left no examples to choose the threshold on; raise fraction or add data.")
         cands = candidates(pooled, _levels(self.candidates))
         trial = bounds(choose_in, choose_out, cands, beta)
         chosen = cands[int(np.argmax(trial))]
@@ -241,6 +257,10 @@ class Split(ThresholdStrategy):
         return ThresholdChoice(
             chosen, bound, 1, beta, f"split: chosen on {self.fraction:g}, bounded on the rest", held_in, held_out
         )
+
+
+#: how many times a split that leaves a part empty is drawn again before the audit gives up
+_SPLIT_DRAWS = 1000
 
 
 def _levels(g: int) -> NDArray[np.float64]:

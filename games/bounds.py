@@ -165,9 +165,10 @@ def resolved_estimators(settings: Any, *, has_runs: bool) -> list[Estimator]:
     )
 
 
-def settings_problem(settings: Any, *, kind: str | None, game: str) -> str | None:
+def settings_problem(settings: Any, *, kind: str | None, game: str, examples: int | None = None) -> str | None:
     """Why these settings cannot analyse this game's trials (one line), or None; ``kind`` is the game's
-    ``bound_kind`` (``"one-run"``, ``"runs"`` or None for games that do not bound ε this way)."""
+    ``bound_kind`` (``"one-run"``, ``"runs"`` or None for games that do not bound ε this way), ``examples`` the
+    number of scores one audit has when the game fixes it (the one-run game's m)."""
     if not settings.custom and not settings.two_sided:
         return None
     if kind is None:
@@ -181,6 +182,11 @@ def settings_problem(settings: Any, *, kind: str | None, game: str) -> str | Non
     if settings.two_sided and (kind != "one-run" or rule == "top-k"):
         why = "top-k guesses both ways through k_neg" if rule == "top-k" else "the multi-run bound is one-sided"
         return f"two_sided = true does not apply here ({why})"
+    if rule == "split" and examples is not None and examples < 2:
+        return (
+            f"threshold 'split' needs at least 2 canaries (one to choose the threshold on, one to bound on), got "
+            f"m = {examples}"
+        )
     if rule == "explicit":
         pair = isinstance(dict(settings.threshold)["at"], tuple)
         if pair != settings.two_sided:

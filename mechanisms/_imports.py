@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from privgame.core.trust import check_import
+from privgame.core.trust import check_found, check_import
 
 __all__ = ["one_line", "resolve_import"]
 
@@ -43,10 +43,12 @@ def resolve_import(
     TypeError
         If ``path`` is not a string.
     privgame.core.trust.UntrustedImportError
-        If the path was read from a file the user did not vouch for (:func:`privgame.core.trust.names_from`).
+        If the path was read from a file the user did not vouch for (:func:`privgame.core.trust.names_from`), unless
+        it names a class (``what="class"``) or function defined in privgame or scikit-learn
+        (:func:`privgame.core.trust.check_found`).
     ValueError
-        If it is not a dotted path, or the module cannot be imported (its own error included), or has no such
-        attribute; one line each.
+        If it is not a dotted path, or the module cannot be imported (its own error or ``sys.exit`` included), or has
+        no such attribute; one line each.
     """
     if not isinstance(path, str):
         raise TypeError(f"{field} must be an import path such as {example!r}, got {path!r}.")
@@ -58,6 +60,12 @@ def resolve_import(
         found: Any = importlib.import_module(module)
         for part in attr.split("."):
             found = getattr(found, part)
+    except SystemExit as exc:  # a module that exits would otherwise end the command silently, status 0
+        raise ValueError(
+            f"{field} must be an importable {what}, got {path!r}, whose import called sys.exit({exc.code!r})."
+        ) from None
     except Exception as exc:  # ImportError, AttributeError, or whatever the module's own code raised
         raise ValueError(f"{field} must be an importable {what}, got {path!r}: {one_line(exc)}.") from None
+    # the attributes may walk out of the module (``privgame.engine.store:os.system``): what they found is checked too
+    check_found(found, field=field, name=path, classes_only=what == "class")
     return found

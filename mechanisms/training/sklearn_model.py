@@ -136,6 +136,10 @@ def build_estimator(path: str, params: Any = ()) -> Any:
         raise ValueError(f"estimator must name a class (or a function returning an estimator), got {path!r}.")
     try:
         model = factory()
+    except SystemExit as exc:  # a function that exits would otherwise end the command silently, status 0
+        raise ValueError(
+            f"estimator must build an estimator, got {path!r}, which called sys.exit({exc.code!r})."
+        ) from None
     except Exception as exc:  # its constructor's own error
         raise ValueError(
             f"estimator must build without arguments (params are set with set_params), got {path!r}: {_line(exc)}."

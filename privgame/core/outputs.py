@@ -205,7 +205,11 @@ def _stream_name(name: str) -> bool:
 
 def _file_kind_problem(name: str, what: str) -> str | None:
     """The problems of what ``name`` is now (checked again when it is written): a directory, a device, a FIFO,
-    a socket, a broken link, the name of an open descriptor."""
+    a socket, a broken link, the name of an open descriptor, a name that only a directory can have."""
+    tail = name[-1] if name.endswith(("/", os.sep)) else os.path.basename(name)
+    if tail in ("/", os.sep, ".", ".."):
+        # the system opens such a name only as a directory; resolved, "out.txt/" would be the file "out.txt"
+        return f"{what} {name!r} names a directory (it ends in {tail!r}); give a file name"
     try:
         if _stream_name(name):
             return f"{what} {name!r} names an open stream (standard output, a descriptor); give a regular file's name"
@@ -229,6 +233,89 @@ def _file_kind_problem(name: str, what: str) -> str | None:
     if not stat.S_ISREG(info.st_mode):
         return f"{what} {name!r} is {_kind(info.st_mode)}; give a regular file's name"
     return None
+
+
+def _os_problem(what: str, name: str, exc: OSError) -> str:
+    """A path the system refuses to look at (a name too long, a loop of links), as one line."""
+    return f"{what} {name!r} cannot be used: {exc.strerror or exc}"
+
+
+def _file_problem(
+    name: str,
+    what: str,
+    reads: Reads | None,
+    results: Iterable[PathLike | None],
+    suffixes: tuple[str, ...] | None,
+    create_parents: bool,
+    probe: bool,
+) -> str | None:
+    """:func:`output_file_problem` of a name already checked to be a str (an OSError propagates)."""
+    if name == "":
+        return f"{what} is empty; give a file name"
+    problem = _file_kind_problem(name, what)
+    if problem is not None:
+        return problem
+    if suffixes is not None and Path(name).suffix.lower() not in suffixes:
+        allowed = ", ".join(suffixes[:-1]) + f" or {suffixes[-1]}" if len(suffixes) > 1 else suffixes[0]
+        return f"{what} must end in {allowed}, got {name!r}"
+    target = _real(name)
+    parent = target.parent
+    if create_parents:
+        while not parent.exists() and not parent.is_symlink() and parent != parent.parent:
+            parent = parent.parent
+    if not parent.exists():
+        return f"{what} {name!r}: the folder {str(Path(name).parent)!r} does not exist"
+    if not parent.is_dir():
+        return f"{what} {name!r}: {str(parent)!r} is a file, not a folder"
+    problem = results_directory_problem(name, what=what, results=results)
+    if problem is not None:
+        return problem
+    problem = _read_problem(target, name, what, reads or {})
+    if problem is not None:
+        return problem
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"{what} {name!r} cannot be written (permission denied)"
+    return _probe(parent, what, name) if probe else None
+
+
+def _directory_problem(name: str, what: str, reads: Reads | None, clears: bool) -> str | None:
+    """:func:`output_directory_problem` of a name already checked to be a str (an OSError propagates)."""
+    if name == "":
+        return f"{what} is empty; give a directory"
+    p = Path(name)
+    try:
+        if p.exists() and not p.is_dir():
+            info = os.stat(name)
+            if not stat.S_ISREG(info.st_mode):
+                return f"{what} {name!r} is {_kind(info.st_mode)}, not a directory"
+            return f"{what} {name!r} is a file, not a directory"
+    except ValueError:
+        return f"{what} must be a path without NUL characters, got {name!r}"
+    probe = p
+    while not probe.exists():
+        if probe.is_symlink():
+            return f"{what} {name!r}: {str(probe)!r} is a broken symbolic link"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{what} {name!r} cannot be a directory: {str(probe)!r} is a file"
+    problem = results_directory_problem(name, what=what)
+    if problem is not None:
+        return problem
+    root = _real(name)
+    for label, read in (reads or {}).items():
+        if read is None or _name(read) == "":
+            continue
+        real = _real(_name(read))
+        if not _within(real, root) or real == root:
+            continue
+        top = real.relative_to(root).parts[0]
+        if _owned_name(top) and (clears or top not in _KEPT_ON_RESUME):
+            why = "delete" if clears else "rewrite"
+            return (
+                f"{what} must not be the results directory holding {label} {_name(read)!r}, which this command reads "
+                f"and would {why}, got {name!r}; copy it elsewhere first"
+            )
+    return _probe(probe, what, name)
 
 
 def output_file_problem(
@@ -271,32 +358,12 @@ def output_file_problem(
         If ``path`` is not a str or path-like.
     """
     name = _check_type(path, what)
-    if name == "":
-        return f"{what} is empty; give a file name"
-    problem = _file_kind_problem(name, what)
-    if problem is not None:
-        return problem
-    if suffixes is not None and Path(name).suffix.lower() not in suffixes:
-        allowed = ", ".join(suffixes[:-1]) + f" or {suffixes[-1]}" if len(suffixes) > 1 else suffixes[0]
-        return f"{what} must end in {allowed}, got {name!r}"
-    target = _real(name)
-    parent = target.parent
-    if create_parents:
-        while not parent.exists() and not parent.is_symlink() and parent != parent.parent:
-            parent = parent.parent
-    if not parent.exists():
-        return f"{what} {name!r}: the folder {str(Path(name).parent)!r} does not exist"
-    if not parent.is_dir():
-        return f"{what} {name!r}: {str(parent)!r} is a file, not a folder"
-    problem = results_directory_problem(name, what=what, results=results)
-    if problem is not None:
-        return problem
-    problem = _read_problem(target, name, what, reads or {})
-    if problem is not None:
-        return problem
-    if target.exists() and not os.access(target, os.W_OK):
-        return f"{what} {name!r} cannot be written (permission denied)"
-    return _probe(parent, what, name) if probe else None
+    try:
+        return _file_problem(name, what, reads, results, suffixes, create_parents, probe)
+    except OSError as exc:  # a name too long (ENAMETOOLONG), a loop of links, an unreadable folder
+        return _os_problem(what, name, exc)
+    except ValueError:  # an embedded NUL character
+        return f"{what} must be a path without NUL characters, got {name!r}"
 
 
 def check_output_file(
@@ -350,42 +417,12 @@ def output_directory_problem(
         If ``path`` is not a str or path-like.
     """
     name = _check_type(path, what)
-    if name == "":
-        return f"{what} is empty; give a directory"
-    p = Path(name)
     try:
-        if p.exists() and not p.is_dir():
-            info = os.stat(name)
-            if not stat.S_ISREG(info.st_mode):
-                return f"{what} {name!r} is {_kind(info.st_mode)}, not a directory"
-            return f"{what} {name!r} is a file, not a directory"
+        return _directory_problem(name, what, reads, clears)
+    except OSError as exc:
+        return _os_problem(what, name, exc)
     except ValueError:
         return f"{what} must be a path without NUL characters, got {name!r}"
-    probe = p
-    while not probe.exists():
-        if probe.is_symlink():
-            return f"{what} {name!r}: {str(probe)!r} is a broken symbolic link"
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"{what} {name!r} cannot be a directory: {str(probe)!r} is a file"
-    problem = results_directory_problem(name, what=what)
-    if problem is not None:
-        return problem
-    root = _real(name)
-    for label, read in (reads or {}).items():
-        if read is None or _name(read) == "":
-            continue
-        real = _real(_name(read))
-        if not _within(real, root) or real == root:
-            continue
-        top = real.relative_to(root).parts[0]
-        if _owned_name(top) and (clears or top not in _KEPT_ON_RESUME):
-            why = "delete" if clears else "rewrite"
-            return (
-                f"{what} must not be the results directory holding {label} {_name(read)!r}, which this command reads "
-                f"and would {why}, got {name!r}; copy it elsewhere first"
-            )
-    return _probe(probe, what, name)
 
 
 def check_output_directory(

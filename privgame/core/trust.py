@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["TRUSTED_PACKAGES", "UntrustedImportError", "check_import", "names_from"]
+__all__ = ["TRUSTED_PACKAGES", "UntrustedImportError", "check_found", "check_import", "names_from"]
 
 TRUSTED_PACKAGES = ("privgame", "sklearn")
 """Packages whose modules may be imported whatever names them: privgame's own, and scikit-learn (a dependency,
@@ -91,4 +91,40 @@ def check_import(module: str, *, field: str, name: str | None = None) -> None:
     raise UntrustedImportError(
         f"{field} {name or module!r} is named by {source.what}, which this command did not write; importing it "
         "would run its code: pass --trust-plugins (trust_plugins=True) only for files from a trusted source."
+    )
+
+
+def check_found(found: object, *, field: str, name: str, classes_only: bool = False) -> None:
+    """Refuse what an import path from an untrusted file found, unless it is defined in a trusted package.
+
+    :func:`check_import` passes ``privgame.engine.store`` but the path ``"privgame.engine.store:os.system"`` walks
+    from that module to ``os.system``, which privgame only imported: the object itself must be a class or function
+    *defined* in privgame or scikit-learn (its ``__module__``), and a class where ``classes_only`` (an estimator,
+    which is called without arguments: a function such as ``sys.exit`` or ``privgame.engine.cli:main`` would run).
+
+    Parameters
+    ----------
+    found : object
+        What the path named (the module imported, then its attributes walked).
+    field, name : str
+        As in :func:`check_import`.
+    classes_only : bool, default=False
+        Whether only a class may be named.
+
+    Raises
+    ------
+    UntrustedImportError
+        If the current source is untrusted and ``found`` is not such an object.
+    """
+    source = _SOURCE.get()
+    if source is None or source.trusted:
+        return
+    module = getattr(found, "__module__", None) if isinstance(found, type) or callable(found) else None
+    if isinstance(module, str) and _trusted_module(module) and (isinstance(found, type) or not classes_only):
+        return
+    what = "a class" if classes_only else "a class or function"
+    raise UntrustedImportError(
+        f"{field} {name!r} is named by {source.what}, which this command did not write, and must be {what} defined "
+        f"in {' or '.join(TRUSTED_PACKAGES)}, got {type(found).__name__} {getattr(found, '__qualname__', '')!r} "
+        f"of {module!r}: pass --trust-plugins (trust_plugins=True) only for files from a trusted source."
     )

@@ -227,7 +227,12 @@ def _key(column: str) -> str:
 
 
 def _string(value: Any) -> str:
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """``value`` as a TOML basic string: a backslash, a quote and every control character escaped (TOML forbids
+    them raw, so a category holding a NUL or a carriage return would make a domain file no reader reads back)."""
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    text = "".join(
+        escapes.get(ch) or (f"\\u{ord(ch):04X}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch) for ch in str(value)
+    )
     return f'"{text}"'
 
 

@@ -157,7 +157,9 @@ def run(
         root = Path(out)
         # another experiment's results are refused now, before the analytic ε (a DP-SGD calibration)
         with _python_terms():
-            ResultsStore(root).check_open(experiment.identity, force=force, more_repetitions=True)
+            ResultsStore(root).check_open(
+                experiment.identity, force=force, more_repetitions=True, config_bytes=config_bytes
+            )
 
     artefacts = None
     if cache:
@@ -363,7 +365,7 @@ class Results:
         self._warn_damaged(root)
         with _python_terms():
             table, swept = summarise_results(root, **self._trust())
-        return brief_summary(root, table, swept)[0] if brief else table
+        return brief_summary(root, table, swept, trust_plugins=self._trust_plugins)[0] if brief else table
 
     def records(self) -> pd.DataFrame:
         """One row per (record, game) of a record-level game (``privgame report --records``): the grid point's
@@ -454,7 +456,7 @@ class Results:
             raise ValueError(f"plot() {problem}.")
         with _python_terms():
             table, swept = summarise_results(root, **self._trust())
-        return figure_results(root, table, swept, ax=ax)
+        return figure_results(root, table, swept, ax=ax, trust_plugins=self._trust_plugins)
 
     def _warn_damaged(self, root: str) -> None:
         from privgame.engine.store import ResultsStore, describe_trials

@@ -265,7 +265,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from privgame.engine.store import ResultsStore
 
     # another experiment's results in --out are refused now, before the analytic ε (a DP-SGD calibration) is computed
-    ResultsStore(args.out).check_open(config.identity, force=args.force, more_repetitions=True)
+    ResultsStore(args.out).check_open(
+        config.identity, force=args.force, more_repetitions=True, config_bytes=config_bytes
+    )
     cache = None
     if not args.no_cache:
         from privgame.core.cache import ArtefactCache, default_cache_dir
@@ -426,7 +428,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         _write_text(args.output, format_table(only if args.records else compared, args.format), "--output")
         if not args.records:
             print(
-                f"privgame: {len(only)} records at risk under one attack only (--compare --records lists them)",
+                f"privgame: {len(only)} record{'' if len(only) == 1 else 's'} at risk under one attack only "
+                "(--compare --records lists them)",
                 file=sys.stderr,
             )
         return 0
@@ -438,13 +441,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         summary, swept = summarise_results(args.results, **trust)
     if args.curves:  # before anything is written (the table, a note): a game without curves is refused in one line
-        _check_curves(args.results, swept)
+        _check_curves(args.results, swept, args.trust_plugins)
     if args.plot:
         _check_plot(args.results)
     _report_warnings(args.results)
     table = _records_table(args.results, trust) if args.records else summary
     if not args.records and args.format != "csv":
-        table, hidden = brief_summary(args.results, summary, swept)
+        table, hidden = brief_summary(args.results, summary, swept, trust_plugins=args.trust_plugins)
         if hidden:
             print(f"privgame: {hidden} more columns (intervals, diagnostics) with --format csv", file=sys.stderr)
     text = format_table(table, args.format)
@@ -453,7 +456,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if note is not None:
         print(f"privgame: {note}", file=sys.stderr)
     if args.plot:
-        path = plot_results(args.results, summary, swept, args.plot)
+        path = plot_results(args.results, summary, swept, args.plot, trust_plugins=args.trust_plugins)
         print(f"figure written to {path}", file=sys.stderr)
     if args.curves:
         from privgame.engine.report import plot_trial_curves
@@ -499,7 +502,7 @@ def _records_table(root: str, trust: dict[str, Any]) -> pd.DataFrame:
     return table
 
 
-def _check_curves(root: str, swept: Sequence[str]) -> None:
+def _check_curves(root: str, swept: Sequence[str], trust_plugins: bool) -> None:
     """Refuse ``report --curves`` for results whose game draws no per-trial figure (``Game.plot_trial`` not
     overridden); the results were read (and their plugins imported) by ``summarise_results``."""
     from privgame.engine.config import stored_games
@@ -509,7 +512,13 @@ def _check_curves(root: str, swept: Sequence[str]) -> None:
     manifest = ResultsStore(root).manifest()
     config = manifest.get("config")
     config = config if isinstance(config, dict) else {}
-    _, games = stored_games(config, tuple(swept), attack_points=manifest.get("attack_points"))
+    _, games = stored_games(
+        config,
+        tuple(swept),
+        attack_points=manifest.get("attack_points"),
+        source=repr(str(Path(root) / "manifest.json")),
+        trusted=trust_plugins,
+    )
     for game in games:
         if type(game).plot_trial is Game.plot_trial:
             raise ValueError(f"game {game.name!r} draws no per-trial curves (--curves is for games such as panoramia).")

@@ -40,7 +40,7 @@ from typing import Any
 from privgame.analysis._checks import check_int
 from privgame.attacks._base import Attack
 from privgame.core.inputs import InputFileError, read_input
-from privgame.core.trust import UntrustedImportError, check_import
+from privgame.core.trust import UntrustedImportError, check_import, names_from
 from privgame.engine.registry import ATTACKS, GAMES, MECHANISMS, Registry, UnknownNameError
 from privgame.engine.resources import memory_problem
 from privgame.games._base import AnalysisSettings, Game
@@ -420,7 +420,14 @@ def parse_config(
 
                 claim = built["mechanism"].privacy_claim()
                 bound = analysis.bind(claim, built["mechanism"].canary_dependence)
-                problem = settings_problem(bound, kind=built["game"].bound_kind, game=built["game"].name)
+                game = built["game"]
+                examples = getattr(game, "m", None) if game.bound_kind == "one-run" else None
+                problem = settings_problem(
+                    bound,
+                    kind=game.bound_kind,
+                    game=game.name,
+                    examples=examples if isinstance(examples, int) else None,
+                )
                 if problem is not None:
                     raise ConfigError(f"[analysis] {problem}.")
             point_values = {**swept_values, **{f"analysis.{k}": getattr(analysis, k) for k in analysis_sweeps}}
@@ -556,7 +563,13 @@ def import_plugins(modules: Sequence[str], *, source: str, folder: str | Path | 
 
 
 def stored_games(
-    data: Mapping[str, Any], swept: Sequence[str], data_source: Any = None, attack_points: Any = None
+    data: Mapping[str, Any],
+    swept: Sequence[str],
+    data_source: Any = None,
+    attack_points: Any = None,
+    *,
+    source: str = "the results' manifest",
+    trusted: bool = False,
 ) -> tuple[tuple[AnalysisSettings, ...], tuple[Game, ...]]:
     """Every grid point's analysis settings and game of a stored config, importing no plugin.
 
@@ -577,6 +590,12 @@ def stored_games(
     attack_points : sequence of int or None, default=None
         The manifest's ``attack_points``: with ``[[attack]]`` tables, how many (game, mechanism, attack) plays
         each table made (what tells a table's own sweeps without building its attack).
+    source : str, default="the results' manifest"
+        The file ``data`` was read from, for the messages.
+    trusted : bool, default=False
+        Whether the user vouched for that file (``--trust-plugins``): a game's nested component may name code (a
+        PANORAMIA helper's ``estimator``), imported only then, or when inside privgame or scikit-learn
+        (:mod:`privgame.core.trust`).
 
     Returns
     -------
@@ -588,8 +607,16 @@ def stored_games(
     Raises
     ------
     ConfigError
-        If the game's name is not registered, or the stored values do not make a valid grid.
+        If the game's name is not registered, the stored values do not make a valid grid, or a nested component
+        names code that ``trusted`` does not allow.
     """
+    with names_from(source, trusted=trusted):
+        return _stored_games(data, swept, data_source, attack_points)
+
+
+def _stored_games(
+    data: Mapping[str, Any], swept: Sequence[str], data_source: Any, attack_points: Any
+) -> tuple[tuple[AnalysisSettings, ...], tuple[Game, ...]]:
     if not isinstance(data, Mapping) or not isinstance(data.get("game"), Mapping):
         raise ConfigError(f"a stored config must hold a [game] table, got {data!r}.")
     if data_source is not None:

@@ -35,7 +35,7 @@ from privgame.engine.plan import (
     trial_index,
 )
 from privgame.engine.runner import trial_row
-from privgame.engine.store import ResultsStore, StoreError, describe_trials
+from privgame.engine.store import ResultsStore, StoreError, describe_trials, writing
 
 __all__ = ["reanalyse", "reanalysis_config"]
 
@@ -167,25 +167,26 @@ def reanalyse(
     if announce is not None:
         announce(f"reanalysing {len(trials)} trials of {printable(config.name)} from {printable(str(source.root))}")
     epsilons = analytic_epsilons(config, progress)
-    target = ResultsStore.open_for_run(out, run_manifest(config, epsilons, blocks), _config_bytes(source), force=False)
-    done = target.done()
-    settings = point_settings(config)
-    start = time.perf_counter()
-    with tqdm(
-        total=len(trials), initial=len(done), desc="reanalyse", unit="trial", disable=not progress, file=sys.stderr
-    ) as bar:
-        for trial in trials:
-            if trial.index in done:
-                continue
-            point = config.grid[trial.grid_index]
-            stored = source_of[trial.index]
-            outcome = source.load_outcome(stored)
-            metrics, records = point.game.analyse(outcome, settings[trial.grid_index], seed=trial.seed)
-            # the trial's play time, not the reanalysis's
-            row = trial_row(point, trial, epsilons[trial.grid_index], metrics, stored_seconds[stored])
-            target.write_trial(trial.index, row, outcome, records)
-            bar.update(1)
-    target.write_results()
+    with writing(out):  # one writer at a time: another reanalysis or run into ``out`` is refused while this one runs
+        target = ResultsStore.open_for_run(out, run_manifest(config, epsilons, blocks), _config_bytes(source))
+        done = target.done()
+        settings = point_settings(config)
+        start = time.perf_counter()
+        with tqdm(
+            total=len(trials), initial=len(done), desc="reanalyse", unit="trial", disable=not progress, file=sys.stderr
+        ) as bar:
+            for trial in trials:
+                if trial.index in done:
+                    continue
+                point = config.grid[trial.grid_index]
+                stored = source_of[trial.index]
+                outcome = source.load_outcome(stored)
+                metrics, records = point.game.analyse(outcome, settings[trial.grid_index], seed=trial.seed)
+                # the trial's play time, not the reanalysis's
+                row = trial_row(point, trial, epsilons[trial.grid_index], metrics, stored_seconds[stored])
+                target.write_trial(trial.index, row, outcome, records)
+                bar.update(1)
+        target.write_results()
     if announce is not None:
         announce(f"{len(trials) - len(done)} trials reanalysed in {time.perf_counter() - start:.1f} s")
     return target

@@ -91,6 +91,22 @@ def _plugin_hint(named: Sequence[str]) -> str:
     )
 
 
+def _is_real(value: Any) -> bool:
+    """Whether ``value`` is an int or float (not a bool) that a float can hold (NaN and ±inf included)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:  # an int of hundreds of digits, written into a manifest by hand
+        return False
+    return True
+
+
+def _manifest_name(root: str) -> str:
+    """A results directory's manifest, for the trust gate's messages (privgame.core.trust)."""
+    return repr(str(Path(root) / "manifest.json"))
+
+
 def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *, need_games: bool = True) -> _Stored:
     """Read ``root`` for a report; with ``need_games=False`` a stored game that cannot be built here (its data set
     unknown to this install) leaves ``games`` empty and says why in ``unbuilt`` instead of raising."""
@@ -112,7 +128,14 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *
     swept = tuple(str(s) for s in swept) if isinstance(swept, list) else ()
     unbuilt = None
     try:
-        analyses, games = stored_games(config, swept, manifest.get("data_source"), manifest.get("attack_points"))
+        analyses, games = stored_games(
+            config,
+            swept,
+            manifest.get("data_source"),
+            manifest.get("attack_points"),
+            source=_manifest_name(root),
+            trusted=trust_plugins,
+        )
     except ConfigError as exc:
         hint = _plugin_hint(named)
         message = f"{root}/manifest.json: " + (f"{str(exc).rstrip('.')}{hint}." if hint else str(exc))
@@ -129,6 +152,13 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *
         raise StoreError(
             f"{root}/manifest.json: grid point {bad} must give its params as a table, got {reprlib.repr(grid[bad])}."
         )
+    for i, entry in enumerate(grid):  # what the ladder and the figures turn into a float
+        value = entry.get("epsilon_analytic", float("nan"))
+        if not _is_real(value):
+            raise StoreError(
+                f"{root}/manifest.json: grid point {i}'s epsilon_analytic must be a number (a float), got "
+                f"{reprlib.repr(value)}."
+            )
     rows = store.rows()
     if rows.empty:
         failures = store.failures()
@@ -241,7 +271,7 @@ def _derived(point: Any) -> dict[str, float]:
     return {
         f"mechanism.{key}": float(value)
         for key, value in derived.items()
-        if isinstance(value, int | float) and not isinstance(value, bool)
+        if _is_real(value)  # an int no float holds is left out with the strings, not an OverflowError
     }
 
 
@@ -339,13 +369,15 @@ def _record_values(game: Game, ids: np.ndarray) -> pd.DataFrame:
     return table.iloc[ids].reset_index(drop=True)
 
 
-def plot_results(root: str, summary: pd.DataFrame, swept: list[str], path: str | Path) -> Path:
+def plot_results(
+    root: str, summary: pd.DataFrame, swept: list[str], path: str | Path, *, trust_plugins: bool = False
+) -> Path:
     """Draw the figure of the results' game (:func:`figure_results`) into the file ``path`` (``.png``, ``.pdf`` or
     ``.svg``)."""
     from privgame.analysis._figures import check_suffix, save
 
     out = check_suffix(path)
-    return save(figure_results(root, summary, swept), out)
+    return save(figure_results(root, summary, swept, trust_plugins=trust_plugins), out)
 
 
 def plot_problem(root: str) -> str | None:
@@ -376,7 +408,12 @@ def _records_plot_problem(records: pd.DataFrame) -> str | None:
 
 
 def figure_results(
-    root: str, summary: pd.DataFrame, swept: Sequence[str], *, ax: matplotlib.axes.Axes | None = None
+    root: str,
+    summary: pd.DataFrame,
+    swept: Sequence[str],
+    *,
+    ax: matplotlib.axes.Axes | None = None,
+    trust_plugins: bool = False,
 ) -> matplotlib.figure.Figure:
     """The figure of the results' game, as ``privgame report --plot`` draws it: the per-record AUC scatter for
     record-level games, log-log ROC curves for games that have them (``Game.roc_curves``), the measurements side by
@@ -394,6 +431,8 @@ def figure_results(
     ax : matplotlib Axes or None, default=None
         Draw into this axes instead of a new figure, where the figure has one panel (see the ``figure_*``
         functions of :mod:`privgame.analysis.reporting` and :mod:`privgame.analysis.record_risk`).
+    trust_plugins : bool, default=False
+        As in :func:`summarise_results` (the games are built again, and may name a plugin's code).
 
     Returns
     -------
@@ -428,7 +467,7 @@ def figure_results(
     group_by = [c for c in swept if not c.startswith("mechanism.")]
     game = _table(_table(store.manifest().get("config")).get("game")).get("name")
     cls = GAMES.get(game) if isinstance(game, str) and game in GAMES else Game
-    curves = _roc_panels(root, store)
+    curves = _roc_panels(root, store, trust_plugins)
     if curves is not None:
         from privgame.analysis.reporting import figure_roc_curves
 
@@ -504,10 +543,10 @@ def trial_curve_paths(path: str | Path, points: Sequence[int]) -> dict[int, Path
     return {g: out.with_name(f"{out.stem}-p{g}{out.suffix}") for g in points}
 
 
-def _roc_panels(root: str, store: ResultsStore) -> dict[str, dict[str, Any]] | None:
+def _roc_panels(root: str, store: ResultsStore, trust_plugins: bool) -> dict[str, dict[str, Any]] | None:
     """``{evaluation: {grid point: (fpr, tpr)}}`` from the first finished trial of each grid point, for games that
     draw ROC curves (``Game.roc_curves``); ``None`` for the others."""
-    stored = _load(root, (), False)
+    stored = _load(root, (), trust_plugins)
     rows = stored.rows
     panels: dict[str, dict[str, Any]] = {}
     for g in sorted({int(g) for g in rows["grid_point"].unique()}):
@@ -522,13 +561,21 @@ def _roc_panels(root: str, store: ResultsStore) -> dict[str, dict[str, Any]] | N
     return panels or None
 
 
-def brief_summary(root: str, summary: pd.DataFrame, swept: Sequence[str]) -> tuple[pd.DataFrame, int]:
+def brief_summary(
+    root: str, summary: pd.DataFrame, swept: Sequence[str], *, trust_plugins: bool = False
+) -> tuple[pd.DataFrame, int]:
     """The summary as a plain table shows it: the swept columns and the game's brief columns
     (``Game.brief_columns``), with how many columns were left out (``--format csv`` has them all).  Reads only the
-    manifest (``summary`` came from :func:`summarise_results`, which read the rows)."""
+    manifest (``summary`` came from :func:`summarise_results`, which read the rows; ``trust_plugins`` as there)."""
     manifest = ResultsStore(root).manifest()
     config = _table(manifest.get("config"))
-    _, games = stored_games(config, tuple(swept), attack_points=manifest.get("attack_points"))
+    _, games = stored_games(
+        config,
+        tuple(swept),
+        attack_points=manifest.get("attack_points"),
+        source=_manifest_name(root),
+        trusted=trust_plugins,
+    )
     brief = games[0].brief_columns() if games else None
     from privgame.analysis.reporting import estimator_labels_of
 

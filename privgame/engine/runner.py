@@ -60,7 +60,7 @@ from privgame.engine.plan import (
     run_manifest,
 )
 from privgame.engine.resources import check_n_jobs, writable_directory_problem
-from privgame.engine.store import ResultsStore, StoreError, describe_trials
+from privgame.engine.store import ResultsStore, StoreError, describe_trials, writing
 from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
 
 __all__ = [
@@ -858,6 +858,22 @@ def run_experiment(
         raise ValueError(f"{problem}.")
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
     _check_reachable(dask)
+    with writing(out):  # one writer at a time: a second run into ``out`` is refused while this one holds it
+        return _run_held(config, out, config_bytes, n_jobs, force, progress, dask, cache, fail_fast)
+
+
+def _run_held(
+    config: ExperimentConfig,
+    out: str | Path,
+    config_bytes: bytes,
+    n_jobs: int,
+    force: bool,
+    progress: bool,
+    dask: DaskScheduler | None,
+    cache: ArtefactCache | None,
+    fail_fast: bool,
+) -> ResultsStore:
+    """:func:`run_experiment` once ``out`` is held."""
     # config -> experiment -> store -> trials -> rows: one line, no step reads back an earlier one's output
     previous = None if force else ResultsStore.previous_manifest(out)
     experiment = plan_experiment(config, out, previous=previous, progress=progress)

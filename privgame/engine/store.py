@@ -24,15 +24,16 @@ uninterrupted run's.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
 import reprlib
-import shutil
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -55,6 +56,7 @@ __all__ = [
     "config_differences",
     "describe_trials",
     "drop_timings",
+    "writing",
 ]
 
 FORMAT_VERSION = 1
@@ -88,6 +90,47 @@ _RUN_REMEDY = "use --force to delete them and start over, or choose another --ou
 
 class StoreError(ValueError):
     """The results directory cannot be used as asked (another config's results, not a results directory)."""
+
+
+@contextlib.contextmanager
+def writing(root: str | Path) -> Iterator[None]:
+    """Hold the results directory ``root`` for one writer while the block runs: an exclusive lock on the directory
+    itself (``flock``; no file is added), so that a second ``privgame run`` (or ``reanalyse``) into the same
+    directory is refused in one line instead of mixing its trials, or its ``--force``, with this one's.
+
+    The directory is made if missing (and removed again if the block fails leaving it empty).  Where the file
+    system has no locks (some network file systems), the block runs without one.
+
+    Raises
+    ------
+    StoreError
+        If another process holds the directory.
+    """
+    path = Path(root)
+    made = not path.exists()
+    _mkdir(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreError(
+                f"--out {str(path)!r} is being written by another privgame run (it holds the directory's lock); "
+                "wait for it to end, or choose another --out."
+            ) from None
+        except (ImportError, OSError):  # no fcntl (Windows), or no locks on this file system
+            pass
+        try:
+            yield
+        except BaseException:
+            if made:
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only if still empty
+            raise
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def drop_timings(rows: pd.DataFrame) -> pd.DataFrame:
@@ -147,6 +190,15 @@ def _is_our_tmp(name: str) -> bool:
     return name.endswith(".tmp") and name.startswith(tuple(f".{f}." for f in _FILES))
 
 
+def _is_store_entry(path: Path) -> bool:
+    """Whether an entry of one of a results directory's folders is one the store writes there: a trial's file
+    (``trial-NNNNNN.*``), or the temporary file of one being written; a folder never is."""
+    if not path.is_symlink() and not path.is_file():
+        return False
+    name = path.name
+    return _trial_index(path) is not None or (name.startswith(".trial-") and name.endswith(".tmp"))
+
+
 def _open(path: Path) -> BinaryIO:
     """A trial's file (its folder says which, and the most read of it), opened as every file privgame reads is:
     a regular file only, never a FIFO that would block the reader."""
@@ -172,10 +224,36 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _parquet(path: Path, payload: bytes, *, rows: int | None = None) -> pa.Table:
+    """The table of ``payload``, the bytes of a trial's Parquet file ``path``, after its footer says it holds
+    ``rows`` rows (any number: ``None``) and unpacks to at most the bytes privgame reads of the file: a few bytes of
+    run-length code can stand for billions of rows, which would take every reader's memory and time.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and what it holds, for a file that is not such a table.
+    """
+    footer = pq.ParquetFile(pa.BufferReader(payload)).metadata
+    if rows is not None and footer.num_rows != rows:
+        raise ValueError(f"{path.parent.name}/{path.name} holds {footer.num_rows:,} rows, not {rows}")
+    limit = _LIMITS.get(path.parent.name, MAX_RAW_BYTES)
+    unpacked = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
+    if unpacked > limit:
+        raise ValueError(
+            f"{path.parent.name}/{path.name} unpacks to {unpacked:,} bytes, more than the {limit:,} privgame reads of "
+            "it"
+        )
+    return pq.read_table(pa.BufferReader(payload))
+
+
 def _read_parquet(path: Path) -> pa.Table:
-    """A trial's Parquet file (its row, its per-record rows), read through :func:`_open`."""
+    """A trial's Parquet file (its row, its per-record rows), read through :func:`_open` and :func:`_parquet`."""
     with _open(path) as fh:
-        return pq.read_table(pa.BufferReader(fh.read()))
+        try:
+            return _parquet(path, fh.read())
+        except (ValueError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError too
+            raise StoreError(f"{path}: {str(exc).rstrip('.')}.") from None
 
 
 def _write_npz(path: Path, arrays: Mapping[str, Any]) -> None:
@@ -195,6 +273,51 @@ def _readable_npz(path: Path) -> bool:
             return archive.testzip() is None and all(n.endswith(".npy") for n in archive.namelist())
     except (OSError, zipfile.BadZipFile, ValueError):
         return False
+
+
+class _BadArrays(ValueError):
+    """An npz archive that is not a trial's arrays (see :func:`_npz_arrays`)."""
+
+
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _npz_arrays(path: Path, fh: BinaryIO) -> dict[str, Any]:
+    """The arrays of the npz ``fh`` (the file ``path``), each read only after its header is checked against its
+    member's size: a header may declare any shape, which would take the reader's memory before the data ran out.
+    Members are stored uncompressed, as privgame writes them: a few compressed bytes may unpack to gigabytes.
+
+    Raises
+    ------
+    _BadArrays
+        Naming the member and what is wrong with it.
+    """
+    fh.seek(0)
+    arrays = {}
+    with zipfile.ZipFile(fh) as archive:
+        members = archive.infolist()
+        unpacked = sum(member.file_size for member in members)
+        if unpacked > MAX_RAW_BYTES:
+            raise _BadArrays(f"it unpacks to {unpacked:,} bytes, more than the {MAX_RAW_BYTES:,} privgame reads")
+        for member in members:
+            if not member.filename.endswith(".npy"):
+                raise _BadArrays(f"its member {member.filename!r} is not an array (.npy)")
+            if member.compress_type != zipfile.ZIP_STORED:
+                raise _BadArrays(f"{member.filename} is compressed; privgame stores a trial's arrays uncompressed")
+            with archive.open(member) as npy:
+                version = np.lib.format.read_magic(npy)
+                if version not in _NPY_HEADERS:
+                    raise _BadArrays(f"{member.filename} has .npy format {version}, not one privgame writes")
+                shape, _, dtype = _NPY_HEADERS[version](npy)
+                size = math.prod(shape) * dtype.itemsize
+                if dtype.hasobject:
+                    raise _BadArrays(f"{member.filename} holds Python objects (a pickle), which privgame never loads")
+                held = member.file_size - npy.tell()
+                if size > held:
+                    raise _BadArrays(f"{member.filename} declares {size:,} bytes of data, but holds {held:,}")
+                npy.seek(0)
+                arrays[member.filename.removesuffix(".npy")] = np.lib.format.read_array(npy, allow_pickle=False)
+    return arrays
 
 
 def _missing_arrays(path: Path) -> list[str] | None:
@@ -351,7 +474,7 @@ class ResultsStore:
         """
         store = cls(root)
         path = store.root
-        store.check_open(manifest, force=force)
+        store.check_open(manifest, force=force, config_bytes=config_bytes)
         if path.is_dir() and any(path.iterdir()) and (force or not (path / _MANIFEST).exists()):
             store.clear()  # another config's results (force), or a half-made directory that check_open let through
         _mkdir(path)
@@ -420,6 +543,7 @@ class ResultsStore:
         force: bool = False,
         more_repetitions: bool = False,
         remedy: str = _RUN_REMEDY,
+        config_bytes: bytes | None = None,
     ) -> None:
         """Raise the :class:`StoreError` that :meth:`open_for_run` would raise for ``manifest``, writing nothing:
         what a command checks before any work (an analytic ε's calibration, a reanalysis's announcement).
@@ -435,13 +559,17 @@ class ResultsStore:
             drop them, itself).
         remedy : str
             What the refusal of another config's results advises (``privgame reanalyse`` has no ``--force``).
+        config_bytes : bytes or None, default=None
+            The config copy the run will write: a ``config.toml`` without a manifest is taken over only when it holds
+            exactly these bytes (the copy a killed run of this config made); otherwise it is someone's file.
 
         Raises
         ------
         StoreError
             If ``root`` is not a directory, holds another config's results (without ``force``), is a non-empty
             directory that is not a privgame results directory, or (without ``force``) one of its own names is a
-            symbolic link.
+            symbolic link; with ``force``, if its manifest is not privgame's or its folders hold files privgame
+            did not write.
         """
         path = self.root
         if path.exists() and not path.is_dir():
@@ -450,8 +578,10 @@ class ResultsStore:
             return
         if not force:
             self._linked_problem(remedy)
-        if not (path / _MANIFEST).exists():
-            self._half_made_problem(force)
+        if not os.path.lexists(path / _MANIFEST):
+            self._half_made_problem(force, config_bytes)
+        elif force:
+            self._clear_problem()
         elif not force:
             if more_repetitions:
                 old = self.manifest().get("normalised_config")
@@ -499,34 +629,90 @@ class ResultsStore:
                     "another --out."
                 )
 
-    def _half_made_problem(self, force: bool) -> None:
+    def _half_made_problem(self, force: bool, config_bytes: bytes | None) -> None:
         """A non-empty directory without a manifest: a half-made results directory may be cleared (it holds no
-        trial files, or ``force``); anything else is refused."""
+        trial files, or ``force``); anything else is refused: a file in its folders that privgame does not name,
+        and a top-level file of privgame's name beside no trial file (someone's own ``config.toml`` or
+        ``results.parquet``), unless it is a ``config.toml`` holding this very config (an older privgame wrote the
+        copy before the manifest)."""
         path = self.root
-        ours = set(_OWNED)
+        files = [p for sub in _DIRS if sub != "progress" for p in (path / sub).glob("trial-*")]
+        ours = set(_OWNED) if files else set(_DIRS)  # trial files: the top-level files are a run's too
+        if config_bytes is not None and self._holds_config(config_bytes):
+            ours.add(_CONFIG)
         foreign = [p.name for p in path.iterdir() if p.name not in ours and not _is_our_tmp(p.name)]
+        foreign += [str(p.relative_to(path)) for p in self._foreign_entries()]
         if foreign:
             raise StoreError(
                 f"--out {str(path)!r} is not empty and holds no privgame results (no {_MANIFEST}; it holds "
                 f"{sorted(foreign)[0]!r}); choose another directory."
             )
-        files = [p for sub in _DIRS if sub != "progress" for p in (path / sub).glob("trial-*")]
         if files and not force:
             raise StoreError(
                 f"--out {str(path)!r} holds {len(files)} privgame trial files but no {_MANIFEST}, so nothing says "
                 "which config they belong to; use --force to delete them and start over, or choose another --out."
             )
 
+    def _holds_config(self, config_bytes: bytes) -> bool:
+        """Whether the top-level ``config.toml`` is a regular file holding exactly ``config_bytes``."""
+        try:
+            return read_input(self.root / _CONFIG, what=_CONFIG, limit=len(config_bytes) + 1) == config_bytes
+        except InputFileError:
+            return False
+
+    def _foreign_entries(self) -> list[Path]:
+        """What the store's own folders hold that the store never writes there (a folder, a file not named as a
+        trial's), which nothing may delete; a folder of ours that is a symbolic link is not looked into (only the
+        link is ever removed)."""
+        found: list[Path] = []
+        for sub in _DIRS:
+            folder = self.root / sub
+            if folder.is_symlink() or not folder.is_dir():
+                continue
+            found += sorted(p for p in folder.iterdir() if not _is_store_entry(p))
+        return found
+
+    def _clear_problem(self) -> None:
+        """Refuse to clear (``--force``) a directory that is not privgame's results: its manifest is not a privgame
+        manifest, or its folders hold what the store never writes there.
+
+        Raises
+        ------
+        StoreError
+            Naming the file.
+        """
+        if os.path.lexists(self.root / _MANIFEST):
+            try:
+                self.manifest()
+            except StoreError as exc:
+                raise StoreError(
+                    f"--out {str(self.root)!r}: its {_MANIFEST} is not a privgame manifest ({str(exc).rstrip('.')}); "
+                    "--force deletes only privgame's results: choose another --out."
+                ) from None
+        foreign = self._foreign_entries()
+        if foreign:
+            raise StoreError(
+                f"--out {str(self.root)!r} holds {str(foreign[0].relative_to(self.root))!r}, which privgame did not "
+                f"write ({len(foreign)} such entr{'ies' if len(foreign) > 1 else 'y'} in its own folders); --force "
+                "deletes only privgame's results: move them away, or choose another --out."
+            )
+
     def clear(self) -> None:
         """Delete everything a run wrote (and nothing else): one of its names that is a symbolic link loses the link
-        only, never what it points to."""
+        only, never what it points to; in its folders, only the files the store names (a folder left holding
+        anything else is left in place).  The manifest goes last, so that a clear killed half-way leaves a results
+        directory that ``--force`` clears again."""
         self._scan = None
-        for name in _OWNED:
+        for name in (*_OWNED[1:], _OWNED[0]):
             target = self.root / name
             if target.is_symlink():
                 target.unlink()
             elif target.is_dir():
-                shutil.rmtree(target)
+                for entry in target.iterdir():
+                    if _is_store_entry(entry):
+                        entry.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # not empty: something appeared that is not ours
+                    target.rmdir()
             else:
                 target.unlink(missing_ok=True)
         for stale in self.root.glob(".*.tmp"):
@@ -556,6 +742,8 @@ class ResultsStore:
             raise StoreError(
                 f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}; not a privgame manifest."
             ) from None
+        except RecursionError:  # arrays or objects nested thousands deep: no manifest privgame writes
+            raise StoreError(f"{path}: JSON nested too deep for Python to read; not a privgame manifest.") from None
         if not isinstance(data, dict):
             raise StoreError(f"{path}: a manifest must be a JSON object, got {type(data).__name__}.")
         if data.get("format") != FORMAT_VERSION:
@@ -607,7 +795,7 @@ class ResultsStore:
                     info = json.loads(fh.read().decode("utf-8"))
             except InputFileError as exc:  # a FIFO or device here is not read: it would block the report
                 info = {"trial": trial, "error": f"unreadable failure record: {_unreadable(path.name, exc)}"}
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
                 info = {"trial": trial, "error": f"unreadable failure record {path.name}"}
             failures[trial] = info if isinstance(info, dict) else {"trial": trial, "error": str(info)}
         self._scan = Scan(rows=rows, damaged=damaged, failures=failures)
@@ -654,12 +842,14 @@ class ResultsStore:
         """The trial's row, or what is wrong with its row or files."""
         try:
             with _open(row_path) as fh:
-                table = pq.read_table(pa.BufferReader(fh.read()))
+                table = _parquet(row_path, fh.read(), rows=1)
             row = table.to_pylist()
         except InputFileError as exc:
             return None, _unreadable(row_path.relative_to(self.root), exc)
-        except (OSError, ValueError, pa.ArrowException) as exc:
+        except pa.ArrowException as exc:
             return None, f"{row_path.relative_to(self.root)} is unreadable ({type(exc).__name__})"
+        except (OSError, ValueError) as exc:  # _parquet's: a footer of many rows, or of more bytes than a row
+            return None, f"{row_path.relative_to(self.root)} is unreadable ({str(exc).rstrip('.')})"
         if len(row) != 1 or row[0].get("trial") != trial:
             return None, f"{row_path.relative_to(self.root)} is not trial {trial}'s row"
         raw = self._raw_path(trial)
@@ -722,7 +912,7 @@ class ResultsStore:
         try:
             with _open(self.progress_path(trial)) as fh:
                 return int(json.loads(fh.read())["done"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):  # RecursionError: "[[[[..." 1 KiB deep
             return 0
 
     def failure_path(self, trial: int) -> Path:
@@ -742,16 +932,16 @@ class ResultsStore:
         arrays: dict[str, Any] | None = None
         try:
             with _open(path) as fh:
-                data = np.load(fh, allow_pickle=False)
-                if isinstance(data, np.lib.npyio.NpzFile):
-                    with data:
-                        arrays = {k: data[k] for k in data.files}
+                if zipfile.is_zipfile(fh):
+                    arrays = _npz_arrays(path, fh)
         except InputFileError as exc:
             raise StoreError(f"{path}: a trial's raw arrays cannot be read ({_unreadable('the file', exc)}).") from None
+        except _BadArrays as exc:
+            raise StoreError(f"{path}: a trial's raw arrays cannot be read ({exc}).") from None
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise StoreError(f"{path}: a trial's raw arrays cannot be read ({type(exc).__name__}).") from None
-        if arrays is None:  # a lone .npy array under the trial's name
-            raise StoreError(f"{path}: a trial's raw arrays must be an npz archive, got a single array.")
+        if arrays is None:  # a lone .npy array under the trial's name, or any other file
+            raise StoreError(f"{path}: a trial's raw arrays must be an npz archive (a zip of .npy arrays).")
         missing = [key for key in ("scores", "membership") if key not in arrays]
         if missing:
             raise StoreError(

@@ -340,7 +340,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--domain belongs to --data FILE.csv|.parquet, got --data {args.data!r} (a data set's name).")
     out = Path(args.out)
     _check_suffix(out)
-    check_output_file(out, what="--out", reads=reads, create_parents=True)
+    # the name as given: Path drops a trailing slash ("s.csv/", a directory's name, would be written as s.csv)
+    check_output_file(args.out, what="--out", reads=reads, create_parents=True)
     if args.report:  # its JSON beside the table, checked now rather than after the training
         check_output_file(report_path(out), what="--report's JSON", reads=reads, create_parents=True)
         check_distinct({"--out": out, "--report's JSON": report_path(out)})

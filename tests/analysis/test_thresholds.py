@@ -387,13 +387,6 @@ def test_split_fraction_sets_the_share_used_to_choose() -> None:
     assert choice.in_scores.size + choice.out_scores.size == 2000 - n_choose
 
 
-def test_split_with_nothing_to_choose_on_raises() -> None:
-    with pytest.raises(ValueError, match="Split left no examples"):
-        Split(fraction=1e-12, seed=0).choose(
-            np.array([1.0]), np.array([0.0]), beta=BETA, candidates=CandidatesSpy(), bounds=BoundsSpy()
-        )
-
-
 # --------------------------------------------------------------------------------------------------------------
 # 4. Candidate functions on hand-made inputs
 # --------------------------------------------------------------------------------------------------------------
@@ -555,3 +548,42 @@ def test_meta_best_threshold_without_correction_fails_the_soundness_check(
         warnings.simplefilter("ignore", UserWarning)  # thresholds with few guesses warn that no bound is possible
         violations = sum(_best_threshold_without_correction_is_positive(a, b, 0.95) for a, b, _ in one_run_null_data)
     assert _binom_pvalue(violations, R_NULL, 0.05) <= 1e-3, violations
+
+
+@pytest.mark.parametrize("fraction", [0.001, 0.02, 0.98, 0.999])
+def test_split_draws_again_a_split_that_leaves_a_part_empty(fraction: float) -> None:
+    """At a fraction near 0 or 1, a split of 50 examples often left nothing to choose on (a ValueError) or nothing
+    to bound on (the audit's m = 0): the trial failed, and failed again on every rerun from its seed."""
+    ins, outs = _distinct_scores(np.random.default_rng(25), 25, 25)
+    for seed in range(40):
+        choice, spy, bounds = _split_run(Split(fraction=fraction, seed=seed), ins, outs)
+        chosen = spy.calls[0][0].size
+        assert 0 < chosen < 50 and choice.in_scores.size + choice.out_scores.size == 50 - chosen
+        assert len(bounds.calls) == 2  # chosen on one part, bounded on the other
+
+
+def test_a_split_whose_first_draw_has_both_parts_is_the_split_it_always_was() -> None:
+    ins, outs = _distinct_scores(np.random.default_rng(26), 30, 20)
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        in_pick, out_pick = rng.random(30) < 0.5, rng.random(20) < 0.5
+        choice, _, _ = _split_run(Split(fraction=0.5, seed=seed), ins, outs)
+        np.testing.assert_array_equal(choice.in_scores, ins[~in_pick])
+        np.testing.assert_array_equal(choice.out_scores, outs[~out_pick])
+
+
+def test_a_split_drawn_again_stays_independent_of_the_labels() -> None:
+    """One member and one non-member: a non-degenerate split holds out either one, each half the time, whichever
+    is the member (the redraw depends on the draws alone)."""
+    held_member = sum(
+        _split_run(Split(fraction=0.5, seed=seed), np.array([1.0]), np.array([0.0]))[0].in_scores.size
+        for seed in range(2000)
+    )
+    assert stats.binomtest(held_member, 2000, 0.5).pvalue > 1e-3
+
+
+def test_a_split_needs_two_examples_and_a_fraction_that_can_split_them() -> None:
+    with pytest.raises(ValueError, match="a split needs at least 2 examples"):
+        _split_run(Split(seed=1), np.array([1.0]), np.array([]))
+    with pytest.raises(ValueError, match=r"left one part empty in 1000 draws; use a fraction nearer 0.5"):
+        _split_run(Split(fraction=1e-12, seed=1), np.array([1.0]), np.array([0.0]))

@@ -59,6 +59,34 @@ def test_a_directory_is_not_a_file_and_a_file_not_a_directory(tmp_path):
     assert "is a file, not a directory" in output_directory_problem(tmp_path / "f")
 
 
+def test_a_name_the_system_refuses_to_look_at_is_one_line(tmp_path):
+    """A name longer than the system allows (ENAMETOOLONG), at the end or on the way, and a loop of links: the
+    checks' own look at the path raised an OSError, which ended ``privgame run --out`` as an unexpected error."""
+    long = "a" * 300
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for name in (tmp_path / long, tmp_path / long / "x", tmp_path / "loop" / "x"):
+        problem = output_directory_problem(name)
+        assert problem is not None and ("cannot be used" in problem or "broken symbolic link" in problem), problem
+        with pytest.raises(OutputPathError):
+            check_output_directory(name)
+    for name in (tmp_path / f"{long}.txt", tmp_path / long / "x.txt", tmp_path / "loop", tmp_path / "loop" / "x"):
+        assert "cannot be used" in output_file_problem(name, what="--output")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["loop"]
+
+
+@pytest.mark.parametrize("tail", ["/", "/.", "/.."])
+def test_a_name_only_a_directory_can_have_is_refused(tmp_path, tail):
+    """``out.txt/`` resolves to ``out.txt``: a file written there would answer a request for a directory, and
+    replace a file the user named as a folder."""
+    (tmp_path / "kept.txt").write_text("mine")
+    for name in (str(tmp_path / "new.txt") + tail, str(tmp_path / "kept.txt") + tail):
+        assert "names a directory (it ends in" in output_file_problem(name, what="--output")
+        with pytest.raises(OutputPathError, match="names a directory"), atomic_output(name) as tmp:
+            tmp.write_text("x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt"]
+    assert (tmp_path / "kept.txt").read_text() == "mine"
+
+
 def test_devices_fifos_sockets_and_broken_links_are_refused(tmp_path):
     assert "is a device" in output_file_problem("/dev/null", what="--plot")
     assert "is a device" in output_directory_problem("/dev/null")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privgame.core.trust import TRUSTED_PACKAGES, UntrustedImportError, check_import, names_from
+from privgame.core.trust import TRUSTED_PACKAGES, UntrustedImportError, check_found, check_import, names_from
 from privgame.engine.cli import main
 from privgame.engine.config import load_config
 from privgame.engine.runner import run_experiment
@@ -39,6 +39,29 @@ def test_names_are_imported_only_from_trusted_sources():
         with pytest.raises(UntrustedImportError):
             check_import(EVIL, field="plugin")
     check_import(EVIL, field="plugin")  # the source ends with its block
+
+
+def test_a_trusted_module_is_no_door_to_what_it_imported():
+    """``privgame.engine.store:os.system`` passes the module's check; what the path found must itself be defined in
+    privgame or scikit-learn, and an estimator (called without arguments) must be a class."""
+    import os
+
+    from sklearn.ensemble import RandomForestClassifier
+
+    from privgame.engine.cli import main as cli_main
+    from privgame.mechanisms._imports import resolve_import
+
+    check_found(os.system, field="estimator", name="x")  # no source declared: the user's own config
+    with names_from("x/manifest.json", trusted=False):
+        check_found(RandomForestClassifier, field="estimator", name="x", classes_only=True)
+        check_found(cli_main, field="model", name="x")  # a function defined in privgame, where one may be named
+        for found, classes_only in [(os.system, False), (sys.exit, True), (cli_main, True), (len, False)]:
+            with pytest.raises(UntrustedImportError, match=r"must be a class.* defined in privgame or sklearn"):
+                check_found(found, field="estimator", name="x", classes_only=classes_only)
+        with pytest.raises(UntrustedImportError, match=r"'posix'"):
+            resolve_import("privgame.engine.store:os.system", field="model", example="m:f")
+        with pytest.raises(UntrustedImportError, match=r"'exit' of 'sys'"):
+            resolve_import("privgame.engine.store:sys.exit", field="estimator", example="m:f", what="class")
 
 
 # ------------------------------------------------------------------------------------- a stranger's results directory
@@ -71,6 +94,9 @@ def _plant(root: Path, kind: str) -> None:
         config["experiment"]["plugins"] = [EVIL]
     elif kind == "estimator":
         config["mechanism"] = {"name": "sklearn", "estimator": f"{EVIL}.Classifier"}
+    elif kind == "nested":  # a game's own component, which every reader builds with the game
+        helper = {"name": "sklearn", "estimator": f"{EVIL}.Classifier"}
+        config["game"] = {"name": "panoramia", "data": "adult", "helper": helper}
     else:
         config["mechanism"] = {"name": "dpsgd-blackbox", "noise_multiplier": 1.0, "model": f"{EVIL}:factory"}
     (root / "manifest.json").write_text(json.dumps(manifest))
@@ -86,18 +112,48 @@ def test_reanalyse_imports_no_name_from_a_manifest_without_trust(finished, plant
     assert not (tmp_path / "again").exists()
 
 
-@pytest.mark.parametrize("kind", ["plugin", "estimator", "model"])
+@pytest.mark.parametrize("kind", ["plugin", "estimator", "model", "nested"])
 def test_reading_results_imports_no_name_from_a_manifest_without_trust(finished, planted, capsys, kind):
     import privgame
 
     _plant(finished, kind)
-    main(["report", str(finished), "--format", "csv"])
-    capsys.readouterr()
+    for args in (["--format", "csv"], [], ["--plot", str(finished.parent / "plot.png")]):
+        status = main(["report", str(finished), *args])
+        err = capsys.readouterr().err.strip()
+        if kind == "nested":  # the game cannot be built without its helper: one line saying how to allow it
+            assert status == 2 and err.count("\n") == 0 and "--trust-plugins" in err and EVIL in err, err
     try:
         privgame.load(finished).summary()
     except ValueError:
         pass  # refusing is fine; importing is not
     assert not planted.exists() and EVIL not in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("estimator", "found"),
+    [
+        ("privgame.engine.store:sys.exit", "'exit' of 'sys'"),  # used to end the reader silently, status 0
+        ("privgame.engine.store:os.abort", "'abort' of 'posix'"),  # used to kill it
+        ("privgame.engine.cli:main", "function 'main' of 'privgame.engine.cli'"),  # used to run a command again
+    ],
+)
+def test_a_manifest_cannot_call_what_a_trusted_module_imported(finished, estimator, found, tmp_path, capsys):
+    manifest = json.loads((finished / "manifest.json").read_text())
+    manifest["config"]["mechanism"] = {"name": "sklearn", "estimator": estimator}
+    manifest["config"]["game"] = {"name": "panoramia", "data": "adult", "helper": manifest["config"]["mechanism"]}
+    manifest["swept"] = []  # the stored mechanism no longer sweeps epsilon
+    (finished / "manifest.json").write_text(json.dumps(manifest))
+    for args in (["reanalyse", str(finished), "--out", str(tmp_path / "again")], ["report", str(finished)]):
+        assert main([*args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and found in err and "--trust-plugins" in err, err
+    assert not (tmp_path / "again").exists()
+
+
+def test_with_trust_a_nested_components_estimator_is_imported(finished, planted, capsys):
+    _plant(finished, "nested")
+    assert main(["report", str(finished), "--trust-plugins"]) == 2  # the planted class is no estimator
+    assert planted.read_text() == "ran" and "must be a scikit-learn estimator" in capsys.readouterr().err
 
 
 def test_with_trust_the_manifests_plugin_is_imported(finished, planted, tmp_path, capsys):

@@ -363,6 +363,23 @@ def test_a_domain_written_from_a_public_domain_reads_back_equal(tmp_path):
     assert read_domain(path, name="adult") == adult
 
 
+def test_a_drafted_domain_of_categories_with_control_characters_reads_back(tmp_path, capsys):
+    """A category holding a NUL, a carriage return, an escape or DEL used to be written raw into the draft, which
+    TOML forbids: privgame's own domain file was refused by privgame ("Illegal character '\\x00'")."""
+    import tomllib
+
+    from privgame.data.files import _string
+
+    odd = ["x\x00", "\x1b[31m", "del\x7f", 'q"\\', "tab\tnew\nline"]
+    data = tmp_path / "odd.csv"
+    pd.DataFrame({"c": odd, "n": range(len(odd))}).to_csv(data, index=False)
+    assert main(["domain", str(data)]) == 0
+    drafted = read_domain_text(tmp_path, capsys.readouterr().out)
+    assert dict(drafted.categories)["c"] == tuple(sorted(odd))
+    every = "".join(map(chr, range(0x80)))  # a carriage return too, which a CSV cell does not keep
+    assert tomllib.loads(f"k = {_string(every)}")["k"] == every
+
+
 def test_a_run_on_a_user_csv_killed_mid_target_resumes_to_the_same_records(tmp_path):
     """SIGKILL in the middle of the first target, then the same command again: the records equal a clean run's."""
     import signal

@@ -321,3 +321,24 @@ def test_a_dataframe_in_the_python_api_is_summarised_on_one_line(tmp_path):
         privgame.run({**config, "mechanism": {"name": "randomized-response", "epsilon": frame}})
     assert not any(Path(tmp_path).iterdir())
     assert "pandas" in sys.modules
+
+
+# -- 13. a split of one canary ----------------------------------------------------------------------------------
+def test_a_split_of_a_single_canary_is_refused_and_a_lopsided_split_runs(run_refused, tmp_path):
+    """A split needs a canary to choose the threshold on and one to bound on: at m = 1 every trial failed. At a
+    fraction near 0 or 1 a split of a few canaries often left a part empty, and that trial failed on every rerun;
+    such a split is now drawn again (privgame.analysis.thresholds.Split)."""
+    from privgame.engine.cli import main
+
+    def text(m: int, fraction: float) -> str:
+        game = {"name": "one-run", "m": m, "k_pos": 1, "k_neg": 0}
+        sections = {**_sections(game, {"name": "gaussian", "sigma": 1.0}, {"name": "identity"})}
+        return _toml(sections) + f'[analysis]\nthreshold = {{rule = "split", fraction = {fraction}}}\n'
+
+    run_refused(text(1, 0.5), "[analysis] threshold 'split' needs at least 2 canaries", "got m = 1")
+    for fraction in (0.01, 0.99):
+        config = tmp_path / f"lopsided-{fraction}.toml"
+        config.write_text(text(20, fraction).replace("repetitions = 1", "repetitions = 10"))
+        out = tmp_path / f"out-{fraction}"
+        assert main(["run", str(config), "--out", str(out), "--no-progress"]) == 0
+        assert not list((out / "failures").iterdir())

@@ -5,8 +5,10 @@ file, by every reader (report, report --compare, reanalyse, ``privgame.load``), 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,7 +88,8 @@ def test_one_attack_table_is_compared_alone(record_run, capsys):
     _check_alone(table, only)
     assert list(table["game"]) == ["traditional", "model-seeded"]
     assert main(["report", str(record_run), "--compare", "--risk", str(RISK)]) == 0
-    assert f"{len(only)} records at risk under one attack only" in capsys.readouterr().err
+    noun = "record" if len(only) == 1 else "records"
+    assert f"{len(only)} {noun} at risk under one attack only" in capsys.readouterr().err
     assert main(["report", str(record_run), "--compare", "--records", "--risk", str(RISK), "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith("record,auc,best_other_auc")
 
@@ -234,12 +237,52 @@ def _one_array(path: Path) -> None:
         np.save(fh, np.zeros(3))
 
 
+def _npz(path: Path, members: dict[str, bytes], compression: int = zipfile.ZIP_STORED) -> None:
+    with zipfile.ZipFile(path, "w", compression=compression) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def _npy(array: Any, *, shape: tuple[int, ...] | None = None) -> bytes:
+    """``array`` as .npy bytes; with ``shape``, a header that declares that shape over the same data."""
+    out = io.BytesIO()
+    if shape is None:
+        np.lib.format.write_array(out, np.asarray(array), allow_pickle=True)
+    else:
+        header = {"descr": np.lib.format.dtype_to_descr(np.asarray(array).dtype), "fortran_order": False}
+        np.lib.format.write_array_header_1_0(out, {**header, "shape": shape})
+        out.write(np.asarray(array).tobytes())
+    return out.getvalue()
+
+
+MEMBERSHIP = _npy(np.ones(8, dtype=bool))
+
+
 @pytest.mark.parametrize(
     ("write", "message"),
     [
-        (lambda path: path.write_bytes(b"not an archive"), r"raw arrays cannot be read \(ValueError\)"),
-        (_one_array, "must be an npz archive, got a single array"),
+        (lambda path: path.write_bytes(b"not an archive"), "must be an npz archive"),
+        (_one_array, "must be an npz archive"),
         (lambda path: np.savez(path, scores=np.array([np.nan]), membership=[True]), "scores must be finite"),
+        # a header declaring a trillion scores over 64 bytes: used to be 'out of memory', exit 1
+        (
+            lambda path: _npz(path, {"scores.npy": _npy(np.zeros(8), shape=(10**12,)), "membership.npy": MEMBERSHIP}),
+            r"scores.npy declares 8,000,000,000,000 bytes of data, but holds 64",
+        ),
+        # a few kilobytes unpacking to 800 MB (privgame stores its arrays uncompressed)
+        (
+            lambda path: _npz(
+                path, {"scores.npy": _npy(np.zeros(10**8)), "membership.npy": MEMBERSHIP}, zipfile.ZIP_DEFLATED
+            ),
+            r"scores.npy is compressed",
+        ),
+        (
+            lambda path: _npz(
+                path, {"scores.npy": _npy(np.array([1, "x"], dtype=object)), "membership.npy": MEMBERSHIP}
+            ),
+            r"scores.npy holds Python objects \(a pickle\)",
+        ),
+        (lambda path: _npz(path, {"scores.npy": _npy(np.zeros(8)), "notes.txt": b"hi"}), "'notes.txt' is not an array"),
     ],
 )
 def test_a_raw_file_that_is_not_a_trials_arrays_is_refused_naming_it(write, message, one_run, tmp_path):
@@ -280,3 +323,61 @@ def test_rows_whose_column_types_disagree_are_one_line_naming_the_folder(one_run
     _row(root, 1, epsilon_analytic="abc")
     line = _one_line(["report", str(root)], capsys)
     assert "trials: the rows cannot be read as one table" in line and "epsilon_analytic" in line
+
+
+def test_a_row_file_of_millions_of_rows_is_a_damaged_trial_read_in_a_moment(one_run, tmp_path, capsys, no_hang):
+    """A few kilobytes of run-length code standing for 50 million rows: the footer is read, not the rows (which used
+    to take every reader minutes and gigabytes)."""
+    root = tmp_path / "tampered"
+    shutil.copytree(one_run, root)
+    path = root / "trials" / "trial-000001.parquet"
+    pq.write_table(pa.table({"trial": pa.array(np.ones(50_000_000, dtype=np.int64))}), path, compression="zstd")
+    assert path.stat().st_size < 1 << 20
+    assert ResultsStore(root).damaged() == {
+        1: "trials/trial-000001.parquet is unreadable (trials/trial-000001.parquet holds 50,000,000 rows, not 1)"
+    }
+    assert main(["report", str(root), "--format", "csv"]) == 0
+    assert "trial 1: trials/trial-000001.parquet is unreadable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # an ε no float holds: --ladder used to end in 'unexpected OverflowError'
+        (lambda m: m["grid"][0].__setitem__("epsilon_analytic", 10**400), "grid point 0's epsilon_analytic must be"),
+        (lambda m: m["grid"][1].__setitem__("epsilon_analytic", "1.0"), "grid point 1's epsilon_analytic must be"),
+    ],
+)
+def test_a_manifest_number_no_float_holds_is_one_line(change, message, one_run, tmp_path, capsys):
+    root = tmp_path / "tampered"
+    shutil.copytree(one_run, root)
+    _manifest(root, change)
+    for args in (["report", str(root)], ["report", str(root), "--ladder", str(tmp_path / "ladder.png")]):
+        assert message in _one_line(args, capsys)
+    assert not (tmp_path / "ladder.png").exists()
+    with pytest.raises(StoreError, match=message):
+        privgame.load(root).summary()
+
+
+def test_a_manifest_nested_thousands_deep_is_one_line(one_run, tmp_path, capsys):
+    """Used to end in 'unexpected RecursionError' in every reader and in a resume."""
+    root = tmp_path / "tampered"
+    shutil.copytree(one_run, root)
+    (root / "manifest.json").write_text('{"format": 1, "config": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    config = tmp_path / "rr.toml"
+    config.write_text(ONE_RUN)
+    for args in [*_readers(root, compare=False), ["run", str(config), "--out", str(root), "--no-progress"]]:
+        assert "manifest.json: JSON nested too deep" in _one_line(args, capsys), args
+    with pytest.raises(StoreError, match="nested too deep"):
+        privgame.load(root).summary()
+
+
+def test_a_failure_record_nested_thousands_deep_is_listed_as_unreadable(one_run, tmp_path):
+    root = tmp_path / "tampered"
+    shutil.copytree(one_run, root)
+    (root / "trials" / "trial-000001.parquet").unlink()
+    (root / "failures" / "trial-000001.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "progress" / "trial-000001.json").write_text("[" * 1000 + "]" * 24)  # 1 KiB, as deep as it can be
+    store = ResultsStore(root)
+    assert store.failures() == {1: {"trial": 1, "error": "unreadable failure record trial-000001.json"}}
+    assert store.progress_done(1) == 0

@@ -48,6 +48,16 @@ def _rows(root: Path) -> pd.DataFrame:
     return rows.drop(columns=[c for c in CHECKSUMS if c in rows.columns])
 
 
+def test_a_reanalysis_into_a_directory_another_writer_holds_is_refused(finished, tmp_path):
+    from privgame.engine.store import writing
+
+    with writing(tmp_path / "busy"):
+        with pytest.raises(StoreError, match=r"is being written by another privgame run"):
+            reanalyse(finished[1], tmp_path / "busy", {"confidence": [0.9]}, progress=False)
+        assert list((tmp_path / "busy").iterdir()) == []
+    assert reanalyse(finished[1], tmp_path / "busy", {"confidence": [0.9]}, progress=False).done()
+
+
 def test_the_stored_settings_reproduce_the_stored_rows_and_the_source_is_untouched(finished, tmp_path):
     _, root = finished
     before = _tree_digest(root)

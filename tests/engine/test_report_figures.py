@@ -113,12 +113,12 @@ def test_manifest_derived_values_are_read_defensively(write_config, tmp_path):
     out = _run(write_config, tmp_path, {}, "plain")
     manifest = json.loads((out / "manifest.json").read_text())
     assert [point["derived"] for point in manifest["grid"]] == [{}, {}]  # randomized response derives nothing
-    manifest["grid"][0]["derived"] = {"sigma": "1.5", "flag": True, "ok": 2}
+    manifest["grid"][0]["derived"] = {"sigma": "1.5", "flag": True, "ok": 2, "huge": 10**400}  # no float holds 10**400
     manifest["grid"][1]["derived"] = ["not", "a", "table"]
     (out / "manifest.json").write_text(json.dumps(manifest))
     summary, _ = summarise_results(str(out))
     assert summary["mechanism.ok"].iloc[0] == 2.0 and np.isnan(summary["mechanism.ok"].iloc[1])
-    assert "mechanism.sigma" not in summary and "mechanism.flag" not in summary
+    assert "mechanism.sigma" not in summary and "mechanism.flag" not in summary and "mechanism.huge" not in summary
 
 
 @pytest.mark.filterwarnings("ignore:no positive ε lower bound is possible")

@@ -23,6 +23,7 @@ from privgame.engine.store import (
     config_differences,
     describe_trials,
     drop_timings,
+    writing,
 )
 from privgame.games._base import TrialOutcome
 
@@ -193,12 +194,13 @@ def _tmp(path: Path, name: str) -> None:
     (path / f".{name}.abc123.tmp").write_text("half written")
 
 
-HALF_MADE = {
-    "empty": lambda out: None,
-    "subfolders-no-manifest": lambda out: [(out / d).mkdir() for d in ("trials", "raw", "records", "progress")],
-    "manifest-being-written": lambda out: _tmp(out, "manifest.json"),
-    "config-copy-only": lambda out: (out / "config.toml").write_text("[experiment]\n"),
-    "subfolders-and-tmp-files": lambda out: [
+HALF_MADE = {  # each state is given the directory and the config file run into it
+    "empty": lambda out, config: None,
+    "subfolders-no-manifest": lambda out, config: [(out / d).mkdir() for d in ("trials", "raw", "records", "progress")],
+    "manifest-being-written": lambda out, config: _tmp(out, "manifest.json"),
+    # an older privgame copied the config before writing the manifest
+    "config-copy-only": lambda out, config: (out / "config.toml").write_bytes(config.read_bytes()),
+    "subfolders-and-tmp-files": lambda out, config: [
         (out / "trials").mkdir(),
         (out / "raw").mkdir(),
         _tmp(out / "trials", "trial-000000.parquet"),
@@ -211,8 +213,8 @@ HALF_MADE = {
 def test_half_made_directory_is_taken_over_without_force(write_config, tmp_path, state):
     out = tmp_path / "out"
     out.mkdir()
-    HALF_MADE[state](out)
     path = write_config()
+    HALF_MADE[state](out, path)
     store = _run(path, out)
     assert store.done() == set(range(6)) and not list(out.rglob("*.tmp"))
     assert (out / "config.toml").read_bytes() == path.read_bytes()
@@ -237,6 +239,91 @@ def test_foreign_file_is_refused_even_with_force(write_config, tmp_path):
     with pytest.raises(StoreError, match=r"holds no privgame results \(no manifest.json; it holds 'notes.txt'\)"):
         _run(write_config(), out, force=True)
     assert (out / "notes.txt").read_text() == "mine"
+
+
+# A user's folder that happens to use privgame's names: a project with its own config.toml and raw/ data, a web
+# app or browser extension with its manifest.json.  Nothing in it may be deleted or replaced, --force or not.
+NOT_RESULTS = {
+    "own-config-and-raw-data": {"config.toml": "[tool]\nx = 1\n", "raw/data.csv": "precious\n"},
+    "raw-data-only": {"raw/data.csv": "precious\n"},
+    "foreign-folder-in-failures": {"failures/notes/today.txt": "mine\n"},
+    "web-manifest": {"manifest.json": '{"name": "my extension"}', "raw/photo.jpg": "pixels", "src/a.js": "code"},
+    "web-manifest-alone": {"manifest.json": '{"name": "my extension"}'},
+}
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("state", list(NOT_RESULTS))
+def test_a_folder_that_is_not_privgame_results_is_never_cleared(write_config, tmp_path, state, force):
+    out = tmp_path / "out"
+    for name, text in NOT_RESULTS[state].items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+    with pytest.raises(StoreError, match=r"no privgame results|not a privgame manifest|results format"):
+        _run(write_config(), out, force=force)
+    assert {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()} == NOT_RESULTS[state]
+
+
+def test_force_keeps_what_privgame_did_not_write_in_a_results_directory(write_config, tmp_path):
+    path = write_config()
+    out = tmp_path / "out"
+    _run(path, out)
+    (out / "raw" / "notes.txt").write_text("mine")
+    other = write_config({"experiment": {"seed": 8}}, name="other")
+    with pytest.raises(StoreError, match=r"holds 'raw/notes.txt', which privgame did not write.*move them away"):
+        _run(other, out, force=True)
+    assert (out / "raw" / "notes.txt").read_text() == "mine" and ResultsStore(out).done() == set(range(6))
+    (out / "raw" / "notes.txt").unlink()
+    assert _run(other, out, force=True).done() == set(range(6))
+    assert main(["run", str(other), "--out", str(out), "--no-progress", "--force"]) == 0
+
+
+def test_a_second_writer_is_refused_while_a_run_holds_the_directory(write_config, tmp_path):
+    """Two runs into one --out (one of them with --force, or both starting on an empty directory) used to mix their
+    trials under one manifest; a run now holds the directory (a lock on the directory itself, no file added)."""
+    path = write_config()
+    out = tmp_path / "out"
+    _run(path, out)
+    before = {p.name: _sha(p) for p in (out / "trials").iterdir()}
+    other = write_config({"experiment": {"seed": 8}}, name="other")
+    with writing(out):  # stands for the other run, in the middle of its trials
+        with pytest.raises(StoreError, match=r"is being written by another privgame run.*wait for it to end"):
+            _run(other, out, force=True)
+        with pytest.raises(StoreError, match=r"is being written by another privgame run"):
+            _run(path, out)
+        assert main(["run", str(other), "--out", str(out), "--no-progress", "--force"]) == 2
+    assert {p.name: _sha(p) for p in (out / "trials").iterdir()} == before
+    assert {p.name for p in out.iterdir()} <= set(store_module._OWNED)  # nothing added
+    assert _run(other, out, force=True).done() == set(range(6))  # once it is released
+
+
+def test_holding_a_new_directory_leaves_nothing_when_the_run_fails(tmp_path):
+    with pytest.raises(RuntimeError), writing(tmp_path / "new"):
+        assert (tmp_path / "new").is_dir()
+        raise RuntimeError("the analytic epsilon failed")
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError), writing(tmp_path / "kept"):
+        raise RuntimeError
+    assert (tmp_path / "kept").is_dir()
+
+
+def test_clear_removes_only_the_store_files_and_the_manifest_last(tmp_path):
+    store = ResultsStore.open_for_run(tmp_path / "out", {"config_hash": "x", "format": 1}, b"")
+    (store.root / "raw" / "trial-000000.npz").write_bytes(b"x")
+    (store.root / "raw" / "keep.txt").write_text("mine")  # appeared after the check
+    removed: list[str] = []
+    real_unlink = Path.unlink
+
+    def unlink(self: Path, missing_ok: bool = False) -> None:
+        removed.append(self.name)
+        real_unlink(self, missing_ok=missing_ok)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Path, "unlink", unlink)
+        store.clear()
+    assert removed[-1] == "manifest.json" and "trial-000000.npz" in removed
+    assert [p.name for p in (tmp_path / "out").rglob("*")] == ["raw", "keep.txt"]
 
 
 class _Killed(BaseException):
@@ -275,10 +362,11 @@ def test_every_kill_point_can_be_resumed_and_forced(write_config, tmp_path, monk
     with monkeypatch.context() as m:
         steps = _count_writes(m, None)
         _run(path, tmp_path / "counted")
-    # manifest first, then the config copy, the folders, and per trial its raw arrays before its row
-    assert steps[:3] == ["counted/", "manifest.json", "config.toml"]
+    # the directory (made to be locked, then again by the store), the manifest first, then the config copy, the
+    # folders, and per trial its raw arrays before its row
+    assert steps[:4] == ["counted/", "counted/", "manifest.json", "config.toml"]
     assert steps.index("trial-000000.npz") < steps.index("trial-000000.parquet")
-    assert len(steps) >= 3 + 5 + 2 * 4 + 1
+    assert len(steps) >= 4 + 5 + 2 * 4 + 1
     for kill_at in range(1, len(steps) + 1):
         for force in (False, True):
             out = tmp_path / f"killed-{kill_at}-{force}"

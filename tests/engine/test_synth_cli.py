@@ -227,6 +227,14 @@ def test_errors(tmp_path, capsys, extra, message):
     assert not (tmp_path / "e.csv").exists()
 
 
+def test_an_out_named_as_a_directory_is_refused(tmp_path, capsys):
+    """``--out s.csv/`` names a directory; it was written as the file s.csv (Path drops the slash)."""
+    out = f"{tmp_path / 's.csv'}/"
+    assert main(["synth", "--generator", "test-bootstrap", "--train-rows", "100", "--out", out]) == 2
+    assert f"--out {out!r} names a directory (it ends in '/')" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("generator", ["baynet", "synthpop"])
 def test_end_to_end_with_a_real_generator(tmp_path, capsys, generator):
     path = tmp_path / "s.parquet"

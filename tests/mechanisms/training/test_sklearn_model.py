@@ -396,3 +396,17 @@ def test_memory_estimate_grows_with_the_forest():
     small, large = SklearnModel(params={"n_estimators": 10}), SklearnModel(params={"n_estimators": 100})
     assert 0 < small.memory_bytes(1000) < large.memory_bytes(1000) < large.memory_bytes(10_000)
     assert PIPELINE.memory_bytes(1000) < small.memory_bytes(1000)
+
+
+def test_an_estimator_that_calls_sys_exit_is_one_line_not_a_silent_exit(tmp_path, monkeypatch):
+    """An estimator path whose module or constructor calls ``sys.exit`` used to end ``privgame run`` at once, with
+    status 0 and no word: it is a config error naming the path."""
+    from privgame.mechanisms.training.sklearn_model import build_estimator
+
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "exits_on_import", raising=False)
+    with pytest.raises(ValueError, match=r"'exits_on_import:Model', whose import called sys.exit\(3\)"):
+        build_estimator("exits_on_import:Model")
+    with pytest.raises(ValueError, match=r"'privgame.engine.store:sys.exit', which called sys.exit\(None\)"):
+        build_estimator("privgame.engine.store:sys.exit")
