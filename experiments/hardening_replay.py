@@ -16,7 +16,7 @@ Prints a markdown table, one row per item, then ONE JSON line of headline figure
 item replayed is as expected.  The item building uses the tests of the fixes (tests/core/test_trust.py and the
 others the issue's closing note lists); the configs are the suite's small ones.
 
-    python experiments/hardening_replay.py                 # privgame's Python: 49 items, 3.5 minutes on 2 cores
+    python experiments/hardening_replay.py                 # privgame's Python: 49 items, about 90 s on 2 cores
     python experiments/hardening_replay.py --only fifo     # the items whose name holds "fifo" (case-insensitive)
 """
 
@@ -652,7 +652,7 @@ item("results row with a negative grid point: report", "refused", needle=GRID_PO
 RISK = "0.501"  # the lowest --risk: every record one attack scores above chance is at risk (records found alone)
 
 
-@item("report --compare, one [[attack]] table", "runs", needle="records at risk")
+@item("report --compare, one [[attack]] table", "runs", needle="at risk under one attack only")
 def _compare_one(ws: Workspace) -> Replay:
     ws.results("record")
     return Replay(ws.privgame("report", "record", "--compare", "--risk", RISK), ws.work)
