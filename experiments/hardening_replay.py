@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -39,6 +38,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the suite's small configs and its cache forgery, shared with the tests
+
+from tests.conftest import TINY_MODEL_SEEDED, forge_factory_name, toml_value  # noqa: E402
+from tests.data.test_files import DOMAIN as CLINIC_DOMAIN  # noqa: E402
+
 TIMEOUT = 30.0  # seconds a replayed command may take before it counts as hung
 SETUP_TIMEOUT = 300.0
 EVIL = "privgame_replay_evil"  # the planted module: importing it writes $PRIVGAME_REPLAY_MARKER
@@ -67,25 +71,6 @@ ONE_RUN = (
     '[game]\nname = "one-run"\nm = 200\nk_pos = 50\nk_neg = 50\n'
     '[mechanism]\nname = "randomized-response"\nepsilon = [1.0, 2.0]\n[attack]\nname = "identity"\n'
 )
-TINY_MODEL_SEEDED = """[experiment]
-name = "tiny_model_seeded"
-seed = 3
-[game]
-name = "record-model-seeded"
-columns = ["age", "sex", "race"]
-dataset_size = 60
-auxiliary_size = 120
-evaluation_size = 120
-rounds = 6
-vulnerable_targets = 1
-random_targets = 0
-n_boot = 40
-[mechanism]
-name = "synthpop"
-[attack]
-name = "closest-distance"
-n_shadows = 4
-"""
 RECORD_HEAD = (
     TINY_MODEL_SEEDED.replace('name = "record-model-seeded"', 'name = "record"')
     .replace("random_targets = 0", "random_targets = 1")
@@ -94,19 +79,6 @@ RECORD_HEAD = (
 ATTACK_TABLE = '[[attack]]\nname = "closest-distance"\nn_shadows = 4\n'
 SMALL_LIRA = {"name": "lira", "pool_size": 60, "n_models": 6, "n_boot": 40}
 LOGISTIC = {"name": "logistic-regression", "epochs": 1}
-CLINIC_DOMAIN = """[columns.age]
-kind = "int"
-range = [18, 99]
-[columns.sex]
-kind = "category"
-categories = ["F", "M"]
-[columns.bmi]
-kind = "float"
-range = [10.0, 70.0]
-[columns.diagnosis]
-kind = "category"
-categories = ["healthy", "sick"]
-"""
 CLINIC_RECORD: dict[str, dict[str, Any]] = {  # a record game on the user's clinic.csv (tests/data/test_files.py)
     "game": {
         "name": "record-model-seeded",
@@ -121,18 +93,6 @@ CLINIC_RECORD: dict[str, dict[str, Any]] = {  # a record game on the user's clin
     "mechanism": {"name": "synthpop"},
     "attack": {"name": "closest-distance", "n_shadows": 4},
 }
-
-
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
-    return repr(value)
 
 
 def toml(sections: dict[str, dict[str, Any]], *, name: str = "replay", repetitions: int = 1) -> str:
@@ -447,7 +407,6 @@ def _entries(cache: Path, ext: str) -> list[Path]:
     needle="which its mechanism does not name",
 )
 def _cache_names_a_factory(ws: Workspace) -> Replay:
-    import numpy as np
 
     config = toml(
         {
@@ -466,17 +425,10 @@ def _cache_names_a_factory(ws: Workspace) -> Replay:
     cache = ws.work / "cache"
     ws.setup("run", "c.toml", "--out", "first", "--no-progress", "--cache-dir", cache)
     for entry in _entries(cache, "npz"):
-        with np.load(entry, allow_pickle=False) as stored:
-            arrays = {k: stored[k] for k in stored.files}
-        if "model" not in arrays:
-            raise SetupError(f"{entry.name} names no model factory (keys {sorted(arrays)})")
-        arrays["model"] = np.array(f"{EVIL}:factory")
-        buf = io.BytesIO()
-        np.savez(buf, allow_pickle=False, **arrays)
-        entry.write_bytes(buf.getvalue())
-        marker = entry.with_suffix(".sha256")
-        owner = marker.read_text().split()[1]
-        marker.write_text(f"{hashlib.sha256(buf.getvalue()).hexdigest()} {owner}\n")
+        try:
+            forge_factory_name(entry, f"{EVIL}:factory")
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
     argv = ws.privgame("run", "c.toml", "--out", "again", "--no-progress", "--cache-dir", cache)
     return Replay(argv, ws.work, (ws.work / "again", cache))
 

@@ -3,6 +3,8 @@ files."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +148,22 @@ def no_hang():
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
+
+
+def forge_factory_name(entry: Path, model: str) -> None:
+    """Rewrite the cached model release ``entry`` (an npz of ``v1/arrays``) to name the factory ``model``, with a
+    checksum marker that matches: what an attacker with write access to a cache can do (tests/core/test_trust.py,
+    experiments/hardening_replay.py)."""
+    import numpy as np
+
+    with np.load(entry, allow_pickle=False) as stored:
+        arrays = {k: stored[k] for k in stored.files}
+    if "model" not in arrays:
+        raise ValueError(f"{entry.name} names no model factory (keys {sorted(arrays)})")
+    arrays["model"] = np.array(model)
+    buf = io.BytesIO()
+    np.savez(buf, allow_pickle=False, **arrays)
+    entry.write_bytes(buf.getvalue())
+    marker = entry.with_suffix(".sha256")
+    owner = marker.read_text().split()[1]
+    marker.write_text(f"{hashlib.sha256(buf.getvalue()).hexdigest()} {owner}\n")

@@ -17,10 +17,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["REASONS", "InputFileError", "input_problem", "is_regular_file", "open_input", "read_input"]
+__all__ = ["REASONS", "InputFileError", "open_input", "read_input"]
 
 
 #: the values of :attr:`InputFileError.reason`
@@ -199,22 +198,3 @@ def read_input(path: str | os.PathLike[str], *, what: str, limit: int) -> bytes:
     """The bytes of ``path``, opened as :func:`open_input` opens it (the same checks and messages)."""
     with open_input(path, what=what, limit=limit) as fh:
         return fh.read()
-
-
-def input_problem(path: str | os.PathLike[str], *, what: str, limit: int) -> str | None:
-    """Why ``path`` cannot be read as :func:`open_input` would read it (one line, without a final period), or
-    ``None``: a check for a file that a library opens by itself (opened and closed here, nothing read)."""
-    try:
-        fd, _ = _open_checked(path, what, limit)
-    except InputFileError as exc:
-        return str(exc).rstrip(".")
-    os.close(fd)
-    return None
-
-
-def is_regular_file(path: str | Path) -> bool:
-    """Whether ``path`` (links followed) is a regular file, decided without opening it (so never blocking)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False

@@ -7,10 +7,9 @@ and the runner's plan for its own (a seed and a row per trial), and refuses a co
 machine's physical memory, with the estimate and the sizes that caused it.  Estimates are deliberately rough
 (within a small factor): they catch the sizes that cannot work, not the ones that are merely slow.
 
-The results directory is checked the same way (:func:`writable_directory_problem`): an empty path, a path
-through a regular file, or a place the user cannot write is refused with one line before the config is run,
-and nothing is left behind.  Whether a path may be written is decided in one place, :mod:`privgame.core.outputs`;
-the two functions here are its names for the engine's older callers.
+The results directory is checked before the config is run too, but whether a path may be written is decided in one
+place, :mod:`privgame.core.outputs` (an empty path, a path through a regular file, or a place the user cannot
+write is refused with one line, and nothing is left behind).
 """
 
 from __future__ import annotations
@@ -18,11 +17,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from privgame.core.outputs import output_directory_problem
-from privgame.core.outputs import output_file_problem as _output_file_problem
 from privgame.engine._text import summary
 
 __all__ = [
@@ -31,10 +27,8 @@ __all__ = [
     "config_reads",
     "format_bytes",
     "memory_problem",
-    "output_file_problem",
     "physical_memory",
     "trial_bytes",
-    "writable_directory_problem",
 ]
 
 PLAN_BYTES_PER_TRIAL = 2048  # a Trial with its SeedSequence (~500 B, measured) and its result row in memory
@@ -113,34 +107,6 @@ def memory_problem(grid: Sequence[Any], n_trials: int, *, available: int | None 
                 f"machine's {format_bytes(limit)}; lower the sizes{hint}"
             )
     return None
-
-
-def writable_directory_problem(path: str | Path, *, what: str = "--out") -> str | None:
-    """Why ``path`` cannot be (or become) a directory this process writes in, or ``None`` when it can
-    (:func:`privgame.core.outputs.output_directory_problem`, which decides it; nothing is created).
-
-    Parameters
-    ----------
-    path : str or Path
-    what : str, default="--out"
-        The option or field named in the message.
-    """
-    return output_directory_problem(path, what=what)
-
-
-def output_file_problem(path: str | Path, *, what: str, create_parents: bool = False) -> str | None:
-    """Why a file cannot be written at ``path``, or ``None`` when it can (checked before the work that fills it):
-    :func:`privgame.core.outputs.output_file_problem`, which decides it.
-
-    Parameters
-    ----------
-    path : str or Path
-    what : str
-        The option or field named in the message (``"--output"``).
-    create_parents : bool, default=False
-        Whether missing folders will be created (then only a regular file on the way is a problem).
-    """
-    return _output_file_problem(path, what=what, create_parents=create_parents)
 
 
 def check_n_jobs(n_jobs: object, *, what: str = "n_jobs") -> int:

@@ -47,6 +47,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from privgame.core.cache import ArtefactCache
+from privgame.core.outputs import output_directory_problem
 from privgame.engine._text import printable
 from privgame.engine.config import ConfigError, ExperimentConfig, GridPoint, import_plugins
 from privgame.engine.plan import (
@@ -59,7 +60,7 @@ from privgame.engine.plan import (
     repetition_plan,
     run_manifest,
 )
-from privgame.engine.resources import check_n_jobs, writable_directory_problem
+from privgame.engine.resources import check_n_jobs
 from privgame.engine.store import ResultsStore, StoreError, describe_trials, writing
 from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
 
@@ -853,7 +854,7 @@ def run_experiment(
         On Ctrl-C (a ``KeyboardInterrupt``), once the workers are stopped; every finished trial is stored.
     """
     check_n_jobs(n_jobs)
-    problem = writable_directory_problem(out, what="out")
+    problem = output_directory_problem(out, what="out")
     if problem is not None:
         raise ValueError(f"{problem}.")
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made

@@ -18,6 +18,7 @@ from privgame.core.trust import TRUSTED_PACKAGES, UntrustedImportError, check_fo
 from privgame.engine.cli import main
 from privgame.engine.config import load_config
 from privgame.engine.runner import run_experiment
+from tests.conftest import forge_factory_name
 
 EVIL = "privgame_test_evil_module"
 
@@ -166,8 +167,6 @@ def test_with_trust_the_manifests_plugin_is_imported(finished, planted, tmp_path
 def test_a_cache_entry_naming_another_factory_is_recomputed_not_imported(planted, tmp_path):
     """A model release rewritten to name another factory, with a matching checksum marker: a damaged entry."""
     torch = pytest.importorskip("torch")
-    import hashlib
-    import io
 
     from privgame.core.cache import ArtefactCache
     from privgame.data.canaries import canary_data
@@ -183,15 +182,7 @@ def test_a_cache_entry_naming_another_factory_is_recomputed_not_imported(planted
         cache = ArtefactCache(tmp_path / "cache")
         (first,) = cached_release_many(mech, [pool], seeds=seeds, cache=cache)
         (entry,) = (tmp_path / "cache").rglob("*.npz")
-        with np.load(entry, allow_pickle=False) as stored:
-            arrays = {k: stored[k] for k in stored.files}
-        arrays["model"] = np.array(f"{EVIL}:factory")
-        buf = io.BytesIO()
-        np.savez(buf, allow_pickle=False, **arrays)
-        entry.write_bytes(buf.getvalue())
-        marker = entry.with_suffix(".sha256")
-        owner = marker.read_text().split()[1]
-        marker.write_text(f"{hashlib.sha256(buf.getvalue()).hexdigest()} {owner}\n")
+        forge_factory_name(entry, f"{EVIL}:factory")
         with pytest.warns(UserWarning, match=r"corrupted cache entry .*which its mechanism does not name"):
             (second,) = cached_release_many(mech, [pool], seeds=seeds, cache=cache)
         assert second.model == mech.model

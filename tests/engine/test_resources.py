@@ -6,15 +6,9 @@ import tempfile
 
 import pytest
 
+from privgame.core.outputs import output_directory_problem, output_file_problem
 from privgame.engine.config import ConfigError, parse_config
-from privgame.engine.resources import (
-    format_bytes,
-    memory_problem,
-    output_file_problem,
-    physical_memory,
-    trial_bytes,
-    writable_directory_problem,
-)
+from privgame.engine.resources import format_bytes, memory_problem, physical_memory, trial_bytes
 from tests.conftest import config_text
 
 
@@ -142,20 +136,20 @@ def test_dpsgd_memory_counts_the_games_rows_and_canaries():
 
 # -- writable places --------------------------------------------------------------------------------------------
 def test_writable_directory(tmp_path):
-    assert writable_directory_problem(tmp_path / "new" / "deeper") is None
+    assert output_directory_problem(tmp_path / "new" / "deeper") is None
     assert not (tmp_path / "new").exists()  # nothing is created
-    assert writable_directory_problem(tmp_path) is None
+    assert output_directory_problem(tmp_path) is None
 
 
 def test_writable_directory_refusals(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
-    assert writable_directory_problem("") == "--out is empty; give a directory"
-    assert "is a file, not a directory" in writable_directory_problem(afile)
-    assert "'afile' is a file" in writable_directory_problem(afile / "x" / "y").replace(str(tmp_path) + "/", "")
+    assert output_directory_problem("") == "--out is empty; give a directory"
+    assert "is a file, not a directory" in output_directory_problem(afile)
+    assert "'afile' is a file" in output_directory_problem(afile / "x" / "y").replace(str(tmp_path) + "/", "")
     link = tmp_path / "broken"
     link.symlink_to(tmp_path / "nowhere")
-    assert "broken symbolic link" in writable_directory_problem(link / "x")
+    assert "broken symbolic link" in output_directory_problem(link / "x")
 
 
 def test_unwritable_directory_is_found_by_probing(tmp_path, monkeypatch):
@@ -163,7 +157,7 @@ def test_unwritable_directory_is_found_by_probing(tmp_path, monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
-    problem = writable_directory_problem(tmp_path / "out", what="out")
+    problem = output_directory_problem(tmp_path / "out", what="out")
     assert problem is not None and "cannot be written" in problem and "Permission denied" in problem
     assert not (tmp_path / "out").exists()
 
