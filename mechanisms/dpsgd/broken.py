@@ -12,18 +12,22 @@ The flaws (``flaw``; docs/dpsgd_variants.md has the catalogue, its sources and t
     The noise is calibrated to the batch MEAN's sensitivity C/(qN) but added to the SUM: its standard deviation
     is σC/(qN) instead of σC, so σ is in effect divided by qN.  (A common slip when the code averages first and
     reads "σ · sensitivity" off the mean, then scales back.)
-``"unclipped_canary"``
-    An example's gradient skips clipping: here the canaries, whose gradient has norm ``canary_scale`` · C (the
-    correct step clips it to C).  As a code path that clips only some parameters, or an example that bypasses
-    the per-sample hooks (a layer the per-sample engine does not see), the added example moves the model by
-    more than C.
+``"unclipped"``
+    The clipping function computes no factor: every example (data and canaries) enters the sum at its raw norm
+    (as a factor applied to a copy, or a ``clamp`` on the wrong tensor would).  A canary of raw norm
+    ``canary_scale`` · C moves its coordinate by that much against noise σC.
 ``"clip_mismatch"``
-    Every example (data and canaries) is clipped at ``canary_scale`` · C while the noise keeps the standard
-    deviation σC the claim is computed for: the clipping bound and the noise's sensitivity come from two
-    different settings.  Opacus's pull request #664 (2024) fixed this kind of slip: with fast gradient
-    clipping its privacy engine did not pass ``max_grad_norm`` to the clipping, which used another bound than
-    the one the noise was scaled to.  Its effect on a canary is that of ``unclipped_canary`` (a contribution of
-    norm ``canary_scale`` · C against noise σC); the data train with the larger bound too.
+    The clipping function clips at ``canary_scale`` · C while the noise keeps the standard deviation σC the
+    claim is computed for: the clipping bound and the noise's sensitivity come from two different settings.
+    Opacus's pull request #664 (2024) fixed this kind of slip: with fast gradient clipping its privacy engine
+    did not pass ``max_grad_norm`` to the clipping, which used another bound than the one the noise was scaled
+    to.
+
+Both are bugs in the clipping function the engine's step calls (:func:`privgame.mechanisms.dpsgd.clipping.
+clip_factors` replaced), and the canaries are the correct step's: raw gradients of norm ``canary_scale`` · C
+handed to that function with the batch (:class:`privgame.mechanisms.dpsgd.sgd.DiracExamples`).  No canary value is
+written by hand: the audit sees what the clipping lets through.  The former name ``"unclipped_canary"`` is refused
+with a pointer to ``"unclipped"``.
 ``"reused_noise"``
     One noise vector is drawn once and added at every step (a generator re-seeded each step, or a noise buffer
     cached across steps).  Every iterate is released in the white-box threat model that DP-SGD's analysis
@@ -45,6 +49,7 @@ post-processing of the iterates, so either is a sound audit of any step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -54,9 +59,8 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
-from privgame.analysis._checks import check_real
 from privgame.analysis.accounting import PrivacyClaim, dpsgd_claim
-from privgame.mechanisms.dpsgd.clipping import trainable_parameters
+from privgame.mechanisms.dpsgd.clipping import ClipFactors, clip_factors, trainable_parameters
 from privgame.mechanisms.dpsgd.devices import make_generator
 from privgame.mechanisms.dpsgd.sgd import DPSGDConfig
 from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox, ReleaseHooks
@@ -67,8 +71,8 @@ __all__ = ["FLAWS", "SCORES", "DPSGDBroken"]
 FLAWS: dict[str, str] = {
     "none": "the correct step (control)",
     "noise_for_mean": "noise of std σC/(qN), calibrated to the mean, added to the sum",
-    "unclipped_canary": "the canaries' gradients (norm canary_scale · C) are not clipped",
-    "clip_mismatch": "every example clipped at canary_scale · C while the noise is scaled to C",
+    "unclipped": "the clipping function lets every gradient through unclipped",
+    "clip_mismatch": "the clipping function clips at canary_scale · C while the noise is scaled to C",
     "reused_noise": "one noise vector drawn once and added at every step",
     "realised_batch": "the noisy sum divided by the realised batch size, accounted as subsampled Gaussian",
 }
@@ -87,8 +91,8 @@ class DPSGDBroken(DPSGDWhiteBox):
     flaw : str, default="none"
         One of :data:`FLAWS` (module docstring).
     canary_scale : float, default=4.0
-        The canaries' raw gradient norm in units of C (``>= 1``); the correct step clips it to C, the
-        ``unclipped_canary`` flaw does not; ``clip_mismatch`` clips every example at this multiple of C.
+        As :class:`privgame.mechanisms.dpsgd.whitebox.DPSGDWhiteBox`: the canaries' raw gradient norm in units of C;
+        the correct step clips it to C, ``unclipped`` does not, ``clip_mismatch`` clips at this multiple of C.
     score : {"auto", "descent", "step_changes"}, default="auto"
         The per-canary statistic of the released iterates (module docstring).
 
@@ -107,14 +111,17 @@ class DPSGDBroken(DPSGDWhiteBox):
     )
 
     flaw: str = "none"
-    canary_scale: float = 4.0
     score: str = "auto"
 
     def __post_init__(self) -> None:
         DPSGDWhiteBox.__post_init__(self)
+        if self.flaw == "unclipped_canary":
+            raise ValueError(
+                "flaw 'unclipped_canary' is now 'unclipped': a clipping function that lets every gradient through, "
+                "seen by canaries handed to it before the clipping."
+            )
         if not isinstance(self.flaw, str) or self.flaw not in FLAWS:
             raise ValueError(f"flaw must be one of {', '.join(FLAWS)}, got {self.flaw!r}.")
-        check_real("canary_scale", self.canary_scale, low=1.0)
         if not isinstance(self.score, str) or self.score not in SCORES:
             raise ValueError(f"score must be one of {', '.join(SCORES)}, got {self.score!r}.")
         if self.canary_layout == "separate":
@@ -143,20 +150,18 @@ class DPSGDBroken(DPSGDWhiteBox):
         config = self.training_config()
         if self.flaw == "noise_for_mean":
             return dataclasses.replace(config, noise_multiplier=self.sigma / config.expected_batch_size(n_rows))
-        if self.flaw == "clip_mismatch":  # clipped at sC, noise std (σ/s)·sC = σC: scaled to C
-            scale = self.canary_scale
-            return dataclasses.replace(config, clip_norm=scale * self.clip_norm, noise_multiplier=self.sigma / scale)
         if self.flaw == "reused_noise":  # the engine adds none: the hooks add the one vector at every step
             return dataclasses.replace(config, noise_multiplier=0.0)
         if self.flaw == "realised_batch":
             return dataclasses.replace(config, normalisation="realised")
         return config
 
-    def _canary_values(self, sampled: Tensor) -> Tensor:
-        raw = self.canary_scale * self.clip_norm
-        bound = raw if self.flaw in ("unclipped_canary", "clip_mismatch") else self.clip_norm  # the clipping bound
-        norm = min(raw, bound)
-        return sampled.to(torch.float64) * norm
+    def _clipping(self) -> ClipFactors:
+        if self.flaw == "unclipped":
+            return _unclipped
+        if self.flaw == "clip_mismatch":
+            return functools.partial(_clip_at_multiple, scale=self.canary_scale)
+        return clip_factors
 
     def _hooks(
         self, params: Sequence[Tensor], coords: Tensor, batch: int | None, *streams: np.random.Generator
@@ -172,6 +177,17 @@ class DPSGDBroken(DPSGDWhiteBox):
         return _BrokenHooks(
             params, coords, batch, noise, watch=self.statistic == "step_changes", momentum=self.momentum
         )
+
+
+def _unclipped(norms: Tensor, clip_norm: float) -> Tensor:
+    """The ``unclipped`` flaw's clipping function: a factor of 1 for every example."""
+    return torch.ones_like(norms)
+
+
+def _clip_at_multiple(norms: Tensor, clip_norm: float, *, scale: float) -> Tensor:
+    """The ``clip_mismatch`` flaw's clipping function: the correct one, at the bound ``scale`` · C (the noise stays
+    σC)."""
+    return clip_factors(norms, scale * clip_norm)
 
 
 class _BrokenHooks(ReleaseHooks):
@@ -196,14 +212,14 @@ class _BrokenHooks(ReleaseHooks):
         self.single = self._single if watch else None
         self.ensemble = self._ensemble if watch else None
 
-    def add(self, step: int, grads: list[Tensor]) -> list[Tensor]:
+    def added(self, step: int) -> list[Tensor] | None:
         if self._noise is None:
-            return grads
+            return None
         sizes = [p.numel() for p in self._params]
         lead = () if self._batch is None else (self._batch,)
         noise = self._noise[0] if self._batch is None else self._noise
         chunks = noise.split(sizes, dim=-1)
-        return [g + z.reshape(*lead, *p.shape) for g, z, p in zip(grads, chunks, self._params, strict=True)]
+        return [z.reshape(*lead, *p.shape) for z, p in zip(chunks, self._params, strict=True)]
 
     def _single(self, step: int, model: nn.Module, mask: Tensor) -> None:
         flat = torch.cat([p.detach().reshape(-1) for _, p in trainable_parameters(model)])

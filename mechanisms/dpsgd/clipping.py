@@ -65,10 +65,32 @@ from torch.func import functional_call, vjp, vmap
 
 from privgame.analysis._checks import check_real
 
-__all__ = ["GhostClipper", "LossFn", "clipped_gradient_sum", "cross_entropy", "trainable_parameters"]
+__all__ = [
+    "ClipFactors",
+    "GhostClipper",
+    "LossFn",
+    "clip_factors",
+    "clipped_gradient_sum",
+    "cross_entropy",
+    "trainable_parameters",
+]
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
 """``loss_fn(output, target)`` returns one loss per example, shape (B,) (no reduction)."""
+
+ClipFactors = Callable[[Tensor, float], Tensor]
+"""``factors(norms, clip_norm)``: each example's clipping factor from its gradient norm (any shape, elementwise)."""
+
+
+def clip_factors(norms: Tensor, clip_norm: float) -> Tensor:
+    """The clipping factors min(1, C/‖g‖) = C / max(‖g‖, C): exactly 1 where the norm is at most C, no ε added.
+
+    This is the one function the engine clips with: the data's per-example norms and a white-box audit's canary
+    gradients go through it together in one call (:class:`GhostClipper`), so a wrong clipping function is seen
+    by the canaries (:mod:`privgame.mechanisms.dpsgd.broken` passes flawed ones).
+    """
+    return clip_norm / norms.clamp(min=clip_norm)
+
 
 Finisher = Callable[[Tensor], list[tuple[int, Tensor]]]
 
@@ -157,6 +179,8 @@ class GhostClipper:
     ----------
     model : nn.Module
         The model (for an ensemble, the template whose architecture every member shares).
+    factors : callable, default=clip_factors
+        The clipping function, ``factors(norms, clip_norm)`` (:data:`ClipFactors`), applied to every example's norm.
 
     Raises
     ------
@@ -165,9 +189,12 @@ class GhostClipper:
         (dropout in training mode), shares one parameter between two modules, or has no trainable parameter.
     """
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, factors: ClipFactors = clip_factors) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {model!r}.")
+        if not callable(factors):
+            raise TypeError(f"factors must be a function (norms, clip_norm) -> factors, got {factors!r}.")
+        self.factors = factors
         trainable = trainable_parameters(model)
         if not trainable:
             raise ValueError("model must have at least one parameter that requires a gradient, got none.")
@@ -258,10 +285,27 @@ class GhostClipper:
 
         Returns the sums (one per trainable parameter, in :func:`trainable_parameters` order) and the norms (B,).
         """
+        sums, norms, _ = self.clip_with(x, y, loss_fn, clip_norm, weights)
+        return sums, norms
+
+    def clip_with(
+        self,
+        x: Tensor,
+        y: Tensor,
+        loss_fn: LossFn,
+        clip_norm: float,
+        weights: Tensor | None = None,
+        extra: Tensor | None = None,
+    ) -> tuple[list[Tensor], Tensor, Tensor | None]:
+        """:meth:`clip`, with extra examples given by their gradients' norms (``extra``, (J,)): they are clipped
+        in the same call of the clipping function as the batch, and their factors (J,) are returned third
+        (white-box canaries, whose gradients the caller holds: :class:`privgame.mechanisms.dpsgd.sgd.DiracExamples`).
+        """
         batch = x.shape[0]
         params = dict(self.model.named_parameters())
         if batch == 0:
-            return [torch.zeros_like(params[n]) for n in self.names], x.new_zeros((0,))
+            extra_scale = None if extra is None else self.factors(extra, clip_norm)
+            return [torch.zeros_like(params[n]) for n in self.names], x.new_zeros((0,)), extra_scale
         self._calls, self._versions = [], []
         self._mode = "lazy"
         try:
@@ -278,8 +322,9 @@ class GhostClipper:
             call.grad = None if call.grad is None else call.grad.unsqueeze(0)
         stacked = {n: p.detach().unsqueeze(0) for n, p in params.items()}
         w = None if weights is None else weights.unsqueeze(0)
-        sums, norms = self._clip_from_calls(calls, stacked, clip_norm, w, 1, batch)
-        return [s.squeeze(0) for s in sums], norms.squeeze(0)
+        e = None if extra is None else extra.unsqueeze(0)
+        sums, norms, extra_scale = self._clip_from_calls(calls, stacked, clip_norm, w, 1, batch, e)
+        return [s.squeeze(0) for s in sums], norms.squeeze(0), None if extra_scale is None else extra_scale.squeeze(0)
 
     def _check_versions(self, calls: list[_Call]) -> None:
         now = [a._version for call in calls for a in call.inputs]
@@ -325,7 +370,8 @@ class GhostClipper:
         loss_fn: LossFn,
         clip_norm: float,
         weights: Tensor,
-    ) -> list[Tensor]:
+        extra: Tensor | None = None,
+    ) -> tuple[list[Tensor], Tensor | None]:
         """Clipped gradient sums of K models that share the hooked model's architecture.
 
         Parameters
@@ -338,11 +384,15 @@ class GhostClipper:
         clip_norm : float
         weights : Tensor of shape (K, B)
             1 for a real example, 0 for padding; a padded row changes no sum.
+        extra : Tensor of shape (K, J), optional
+            The gradient norms of extra examples (white-box canaries), clipped with the batch in one call.
 
         Returns
         -------
-        list of Tensor of shape (K, ...)
+        sums : list of Tensor of shape (K, ...)
             The weighted clipped sums, in :func:`trainable_parameters` order.
+        extra_factors : Tensor of shape (K, J) or None
+            The clipping factors of the extra examples.
         """
         if self._plan is None:
             raise RuntimeError("discover() must run before clip_ensemble().")
@@ -383,8 +433,8 @@ class GhostClipper:
                 start += n_inputs
         self._backward(losses, calls)
         stacked = {n: t.detach() for n, t in params.items()}
-        sums, _ = self._clip_from_calls(calls, stacked, clip_norm, weights, k, batch)
-        return sums
+        sums, _, extra_scale = self._clip_from_calls(calls, stacked, clip_norm, weights, k, batch, extra)
+        return sums, extra_scale
 
     def _chain_forward(
         self,
@@ -432,7 +482,8 @@ class GhostClipper:
         weights: Tensor | None,
         k: int,
         batch: int,
-    ) -> tuple[list[Tensor], Tensor]:
+        extra: Tensor | None = None,
+    ) -> tuple[list[Tensor], Tensor, Tensor | None]:
         by_layer: dict[int, list[_Call]] = {}
         for call in calls:
             by_layer.setdefault(call.layer, []).append(call)
@@ -452,7 +503,10 @@ class GhostClipper:
             norm2 = norm2 + n2
             finishers.append(finish)
         norms = norm2.sqrt()
-        scale = clip_norm / norms.clamp(min=clip_norm)  # exactly 1 where the norm is at most C
+        # one call of the clipping function for the batch and the extra examples together
+        every = norms if extra is None else torch.cat([norms, extra.to(norms.dtype)], dim=1)
+        factors = self.factors(every, clip_norm)
+        scale, extra_scale = (factors, None) if extra is None else (factors[:, :batch], factors[:, batch:])
         if weights is not None:
             scale = torch.where(weights.to(torch.bool), scale * weights.to(scale.dtype), torch.zeros_like(scale))
         sums: list[Tensor | None] = [None] * len(self.names)
@@ -463,7 +517,7 @@ class GhostClipper:
             torch.zeros_like(params[name]) if total is None else total
             for name, total in zip(self.names, sums, strict=True)
         ]
-        return out, norms
+        return out, norms, extra_scale
 
 
 def _check_losses(losses: Any, shape: tuple[int, ...]) -> None:

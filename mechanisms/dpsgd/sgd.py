@@ -42,14 +42,21 @@ from torch import Tensor, nn
 
 from privgame.analysis._checks import check_int, check_real
 from privgame.analysis.accounting import Accountant, PrivacyClaim, dpsgd_claim
-from privgame.mechanisms.dpsgd.clipping import GhostClipper, LossFn, cross_entropy, trainable_parameters
+from privgame.mechanisms.dpsgd.clipping import (
+    ClipFactors,
+    GhostClipper,
+    LossFn,
+    clip_factors,
+    cross_entropy,
+    trainable_parameters,
+)
 from privgame.mechanisms.dpsgd.devices import check_generator, make_generator, resolve_device
 
 __all__ = [
     "NORMALISATIONS",
     "DPSGDConfig",
+    "DiracExamples",
     "EnsembleCallback",
-    "Injection",
     "StepCallback",
     "check_normalisation",
     "make_generator",
@@ -175,20 +182,29 @@ def check_normalisation(normalisation: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Injection:
-    """What ``inject(step)`` may return: already-clipped gradients and how many examples they are.
+class DiracExamples:
+    """What ``inject(step)`` may return instead: extra examples given by their RAW gradients, clipped by the step.
+
+    Example j's gradient is zero except ``values[j]`` at the flattened coordinate ``coords[j]`` of the trainable
+    parameters (:func:`privgame.mechanisms.dpsgd.clipping.trainable_parameters` order): a Dirac canary.  Its norm
+    |values[j]| goes through the step's clipping function in the same call as the batch's norms, and its clipped
+    gradient joins the clipped sum (after ``reserved`` is applied, so a canary may sit on a reserved coordinate).
+    A value of 0 is no example (it adds nothing and is not counted).
 
     Attributes
     ----------
-    gradients : sequence of Tensor
-        One tensor per trainable parameter ((K, ...) stacks in :func:`train_ensemble`), added to the clipped sum.
-    examples : Tensor
-        The number of examples behind them (a scalar, or (K,) in :func:`train_ensemble`): counted in the realised
-        batch size of ``normalisation = "realised"`` (a plain sequence of gradients counts as none).
+    coords : Tensor of shape (J,) or (K, J), int64
+        Distinct coordinates (one row per model in :func:`train_ensemble`).
+    values : Tensor of shape (J,) or (K, J)
+        The raw gradient values, before clipping.
+    added : sequence of Tensor, optional
+        Gradients added after the clipping as they are (one per trainable parameter, (K, ...) stacks for K models):
+        for the deliberately broken steps of :mod:`privgame.mechanisms.dpsgd.broken` only.
     """
 
-    gradients: Sequence[Tensor]
-    examples: Tensor
+    coords: Tensor
+    values: Tensor
+    added: Sequence[Tensor] | None = None
 
 
 def poisson_mask(n_examples: int, sampling_rate: float, generator: torch.Generator) -> Tensor:
@@ -210,9 +226,10 @@ def train(
     generator: torch.Generator,
     loss_fn: LossFn = cross_entropy,
     callback: StepCallback | None = None,
-    inject: Callable[[int], Sequence[Tensor] | Injection | None] | None = None,
+    inject: Callable[[int], Sequence[Tensor] | DiracExamples | None] | None = None,
     include: Any = None,
     reserved: Sequence[Tensor] | None = None,
+    clipping: ClipFactors = clip_factors,
 ) -> nn.Module:
     """Train ``model`` in place with DP-SGD.
 
@@ -235,9 +252,11 @@ def train(
         ``batch_mask`` the (N,) boolean Poisson sample of that step.  Parameters before the first step are
         ``model``'s on entry.  It must not change the model (later steps update it in place: copy what you keep).
     inject : callable, optional
-        ``inject(step)`` returns extra already-clipped gradients (one tensor per trainable parameter, or None) added
-        to the step's clipped sum before the noise: white-box gradient canaries.  The analysis holds when each
-        injected example contributes a gradient of norm at most C and is included with probability q per step.
+        ``inject(step)`` returns extra examples of the step: :class:`DiracExamples` (raw gradients, clipped by the
+        step's clipping function together with the batch: white-box gradient canaries), or already-clipped
+        gradients (one tensor per trainable parameter) added to the clipped sum before the noise, or None.  The
+        analysis holds when each injected example is clipped (or contributes a gradient of norm at most C) and is
+        included with probability q per step.
     include : Tensor or array-like of shape (N,), bool, optional
         Which rows of ``x`` are in the training set (default: all).  Every row still gets its Poisson uniform, so
         the randomness drawn does not depend on who is included: a row left out is simply never sampled.  This
@@ -248,6 +267,10 @@ def train(
         ``inject`` adds its gradients and the noise).  White-box canary coordinates inside a model
         (:mod:`privgame.mechanisms.dpsgd.user_model`).  The projection keeps every example's contribution within norm C,
         so the claim is unchanged.
+    clipping : callable, default=clip_factors
+        The clipping function ``factors(norms, clip_norm)`` applied to every example's gradient norm, the injected
+        :class:`DiracExamples` included (:func:`privgame.mechanisms.dpsgd.clipping.clip_factors`); another one is
+        a step under audit (:mod:`privgame.mechanisms.dpsgd.broken`).
 
     Returns
     -------
@@ -271,15 +294,27 @@ def train(
     params = [p for _, p in named]
     frozen = _reserved_masks(reserved, params, lead=())
     buffers: list[Tensor | None] = [None] * len(params)
-    with GhostClipper(model) as clipper:
+    with GhostClipper(model, clipping) as clipper:
         for step in range(config.steps):
             mask = poisson_mask(n, config.sampling_rate, generator)
             if keep is not None:
                 mask &= keep
             index = mask.nonzero().squeeze(1)
-            sums, _ = clipper.clip(xs.index_select(0, index), ys.index_select(0, index), loss_fn, config.clip_norm)
+            extra = inject(step) if inject is not None else None
+            dirac = extra if isinstance(extra, DiracExamples) else None
+            sums, _, factors = clipper.clip_with(
+                xs.index_select(0, index),
+                ys.index_select(0, index),
+                loss_fn,
+                config.clip_norm,
+                extra=None if dirac is None else dirac.values.abs(),
+            )
             sums = _apply_reserved(sums, frozen)
-            sums, injected = _add_injection(sums, inject(step) if inject is not None else None)
+            injected: Any = 0
+            if dirac is not None:
+                sums, injected = _add_dirac(sums, dirac, factors, batch=None)
+            elif extra is not None:
+                sums = _add_injection(sums, extra)
             denom = _divisor(config, expected, mask.sum() + injected)
             grads = _noisy_means(sums, config, [generator], denom, stacked=False)
             _sgd_update(params, grads, buffers, config)
@@ -297,9 +332,10 @@ def train_ensemble(
     generators: Sequence[torch.Generator],
     loss_fn: LossFn = cross_entropy,
     callback: EnsembleCallback | None = None,
-    inject: Callable[[int], Sequence[Tensor] | Injection | None] | None = None,
+    inject: Callable[[int], Sequence[Tensor] | DiracExamples | None] | None = None,
     include: Any = None,
     reserved: Sequence[Tensor] | None = None,
+    clipping: ClipFactors = clip_factors,
 ) -> list[nn.Module]:
     """Train K independent models at once with DP-SGD, one forward and one backward pass per step for all K.
 
@@ -326,14 +362,16 @@ def train_ensemble(
         a (K, ...) tensor of the K models' current values (updated in place by later steps: clone what you keep),
         ``batch_masks`` is the (K, N) boolean Poisson samples.
     inject : callable, optional
-        ``inject(step)`` returns, per trainable parameter, a (K, ...) tensor of already-clipped gradients added to
-        each model's clipped sum before its noise (or None): :func:`train`'s ``inject`` for K models at once.
+        :func:`train`'s ``inject`` for K models at once: :class:`DiracExamples` with (K, J) coordinates and
+        values, or per trainable parameter a (K, ...) tensor of already-clipped gradients (or None).
     include : Tensor or array-like of shape (N,) or (K, N), bool, optional
         Which rows of ``x`` are in each model's training set (default: all), as :func:`train`'s ``include``:
         the K models may train on different subsets of one table (with and without a target, for instance).
     reserved : sequence of Tensor, optional
         Per trainable parameter, a boolean mask of its shape or (K, ...) of the stacked shape: coordinates the
         data's clipped sums never move, as :func:`train`'s ``reserved``.
+    clipping : callable, default=clip_factors
+        The clipping function, as :func:`train`'s.
 
     Returns
     -------
@@ -387,7 +425,7 @@ def train_ensemble(
     params = list(stacked.values())
     frozen = _reserved_masks(reserved, params, lead=(len(gens),))
     buffers: list[Tensor | None] = [None] * len(params)
-    with GhostClipper(template) as clipper:
+    with GhostClipper(template, clipping) as clipper:
         clipper.discover(xs)
         for step in range(config.steps):
             masks = torch.stack([poisson_mask(n, config.sampling_rate, g) for g in gens])
@@ -395,6 +433,10 @@ def train_ensemble(
                 masks &= keep
             counts = masks.sum(1)
             batch = int(counts.max())
+            extra = inject(step) if inject is not None else None
+            dirac = extra if isinstance(extra, DiracExamples) else None
+            raw = None if dirac is None else dirac.values.abs()
+            factors = None
             if batch > 0:
                 # row k: model k's batch in increasing index order, then padding (row 0, weight 0)
                 rows, cols = masks.nonzero(as_tuple=True)
@@ -402,11 +444,18 @@ def train_ensemble(
                 order = torch.zeros((len(gens), batch), dtype=torch.long, device=device)
                 order[rows, slots] = cols
                 weights = (torch.arange(batch, device=device) < counts.unsqueeze(1)).to(params[0].dtype)
-                sums = clipper.clip_ensemble(stacked, xs[order], ys[order], loss_fn, config.clip_norm, weights)
+                sums, factors = clipper.clip_ensemble(
+                    stacked, xs[order], ys[order], loss_fn, config.clip_norm, weights, extra=raw
+                )
             else:
                 sums = [torch.zeros_like(p) for p in params]
+                factors = None if raw is None else clipping(raw, config.clip_norm)
             sums = _apply_reserved(sums, frozen)
-            sums, injected = _add_injection(sums, inject(step) if inject is not None else None)
+            injected: Any = 0
+            if dirac is not None:
+                sums, injected = _add_dirac(sums, dirac, factors, batch=len(gens))
+            elif extra is not None:
+                sums = _add_injection(sums, extra)
             denom = _divisor(config, expected, counts + injected)
             grads = _noisy_means(sums, config, gens, denom, stacked=True)
             _sgd_update(params, grads, buffers, config)
@@ -478,16 +527,31 @@ def _apply_reserved(sums: list[Tensor], masks: Sequence[Tensor]) -> list[Tensor]
     return [s.masked_fill(r, 0.0) for s, r in zip(sums, masks, strict=True)]
 
 
-def _add_injection(sums: list[Tensor], extra: Sequence[Tensor] | Injection | None) -> tuple[list[Tensor], Any]:
-    """The sums plus ``inject``'s gradients, and the number of examples they count as (0 for a bare sequence)."""
-    if extra is None:
-        return sums, 0
-    if isinstance(extra, Injection):
-        gradients: Sequence[Tensor] = extra.gradients
-        count: Any = extra.examples
-    else:
-        gradients, count = extra, 0
-    return [s + e for s, e in zip(sums, gradients, strict=True)], count
+def _add_injection(sums: list[Tensor], extra: Sequence[Tensor] | DiracExamples) -> list[Tensor]:
+    """The sums plus ``inject``'s already-clipped gradients (counted as no example in a realised batch size)."""
+    if isinstance(extra, DiracExamples):  # handled by _add_dirac; here for the type checker
+        raise TypeError("DiracExamples go through the clipping, not _add_injection.")
+    return [s + e for s, e in zip(sums, extra, strict=True)]
+
+
+def _add_dirac(
+    sums: list[Tensor], dirac: DiracExamples, factors: Tensor | None, *, batch: int | None
+) -> tuple[list[Tensor], Tensor]:
+    """The sums plus the clipped Dirac examples (and their ``added`` gradients); the number of examples (nonzero
+    values, per model)."""
+    assert factors is not None  # clip_with returns them whenever extra norms are given
+    values = dirac.values.to(sums[0].dtype)
+    # a value of 0 is no example: 0 whatever the clipping function makes of a zero norm
+    clipped = torch.where(values != 0, values * factors.to(values.dtype), torch.zeros_like(values))
+    lead = () if batch is None else (batch,)
+    sizes = [s[0].numel() if batch is not None else s.numel() for s in sums]
+    vector = torch.zeros((*lead, sum(sizes)), dtype=sums[0].dtype, device=sums[0].device)
+    vector.scatter_add_(-1, dirac.coords.to(vector.device), clipped.to(vector.device))
+    chunks = vector.split(sizes, dim=-1)
+    out = [s + c.view_as(s) for s, c in zip(sums, chunks, strict=True)]
+    if dirac.added is not None:
+        out = [s + a for s, a in zip(out, dirac.added, strict=True)]
+    return out, (values != 0).sum(-1)
 
 
 def _divisor(config: DPSGDConfig, expected: float, realised: Any) -> Any:

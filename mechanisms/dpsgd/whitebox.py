@@ -29,12 +29,13 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
+from privgame.analysis._checks import check_real
 from privgame.mechanisms._base import check_runs
-from privgame.mechanisms.dpsgd.clipping import trainable_parameters
+from privgame.mechanisms.dpsgd.clipping import ClipFactors, clip_factors, trainable_parameters
 from privgame.mechanisms.dpsgd.devices import make_generator
 from privgame.mechanisms.dpsgd.models import logistic_regression, mlp
 from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
-from privgame.mechanisms.dpsgd.sgd import DPSGDConfig, Injection, _sgd_update, poisson_mask, train, train_ensemble
+from privgame.mechanisms.dpsgd.sgd import DiracExamples, DPSGDConfig, _sgd_update, poisson_mask, train, train_ensemble
 from privgame.mechanisms.dpsgd.user_model import (
     ModelFactory,
     check_model,
@@ -101,7 +102,9 @@ def _init_bound(fan_in: int) -> float:
     return math.sqrt(3.0) * nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in)
 
 
-def _canary_descent(start: Tensor, draws: Iterable[tuple[Tensor, Tensor]], config: DPSGDConfig, denom: float) -> Tensor:
+def _canary_descent(
+    start: Tensor, draws: Iterable[tuple[Tensor, Tensor]], config: DPSGDConfig, denom: float, raw: float
+) -> Tensor:
     """θ_0 − θ_T of canary coordinates trained on their own: the update DP-SGD gives each of them, step by step.
 
     Parameters
@@ -109,12 +112,15 @@ def _canary_descent(start: Tensor, draws: Iterable[tuple[Tensor, Tensor]], confi
     start : Tensor of shape (m,), float64
         θ_0, the coordinates' initial values (not modified).
     draws : iterable of (Tensor of shape (m,), bool; Tensor of shape (m,), float64)
-        Per step t, in order: which canaries are sampled AND members (their gradient C is inserted), and the
+        Per step t, in order: which canaries are sampled AND members (their gradient is inserted), and the
         standard-normal noise z_t of their coordinates.
     config : DPSGDConfig
         C, σ, the learning rate, momentum and weight decay of the run.
     denom : float
         q·N, the divisor of every noisy gradient sum.
+    raw : float
+        A canary's raw gradient value (its norm) before clipping; the engine's clipping function
+        (:func:`privgame.mechanisms.dpsgd.clipping.clip_factors`) clips it, as the dense layout's step does.
 
     Returns
     -------
@@ -123,7 +129,8 @@ def _canary_descent(start: Tensor, draws: Iterable[tuple[Tensor, Tensor]], confi
 
     Notes
     -----
-    Step t's noisy gradient of coordinate c is g_t[c] = (C·1[sampled] + σC·z_t[c]) / qN, the expression of
+    Step t's noisy gradient of coordinate c is g_t[c] = (v·f(v)·1[sampled] + σC·z_t[c]) / qN, v the raw value and
+    f the clipping factor (v·f(v) = C for v = 4C: exactly, since the factor is 1/4), the expression of
     :func:`privgame.mechanisms.dpsgd.sgd._noisy_means` on a coordinate whose clipped data gradient is 0; the step is
     :func:`privgame.mechanisms.dpsgd.sgd._sgd_update` itself (elementwise: momentum buffer and weight decay per
     coordinate), so the dense layout and this recursion do the same float64 operations on the same numbers.
@@ -132,9 +139,10 @@ def _canary_descent(start: Tensor, draws: Iterable[tuple[Tensor, Tensor]], confi
     buffers: list[Tensor | None] = [None]
     scale = config.noise_multiplier * config.clip_norm
     for sampled, z in draws:
-        # (C·1[sampled] + σC·z) / qN in place: the same float64 operations (addition commutes exactly)
+        # (v·f(v)·1[sampled] + σC·z) / qN in place: the same float64 operations (addition commutes exactly)
+        values = sampled.to(theta.dtype).mul_(raw)
         grad = z * scale
-        grad += sampled.to(theta.dtype).mul_(config.clip_norm)
+        grad += torch.where(sampled, values * clip_factors(values.abs(), config.clip_norm), 0.0)
         grad /= denom
         _sgd_update([theta], [grad], buffers, config)
     return start - theta
@@ -153,13 +161,6 @@ class _Setup:
     y: Tensor
     fan_in: int
 
-    def canary_gradients(
-        self, values: Tensor, params: Sequence[Tensor], batch: int | None = None, coords: Tensor | None = None
-    ) -> list[Tensor]:
-        """``values`` (m,) or (K, m) placed on the canaries' coordinates (``coords``, (m,) or one row per model;
-        default the setup's), split into per-parameter tensors."""
-        return _place(self.coords if coords is None else coords, values, params, batch)
-
 
 def _place(coords: Tensor, values: Tensor, params: Sequence[Tensor], batch: int | None = None) -> list[Tensor]:
     """``values`` (m,) or (K, m) at the flattened coordinates ``coords`` ((m,), or (K, m) one row per model) of a
@@ -176,7 +177,7 @@ def _place(coords: Tensor, values: Tensor, params: Sequence[Tensor], batch: int 
 
 
 class ReleaseHooks:
-    """A white-box release's hooks into training: extra gradients per step, a per-step watch, the score.
+    """A white-box release's hooks into training: gradients added after the clipping, a per-step watch, the score.
 
     The default adds nothing, watches nothing, and releases each canary's summed descent θ_0 − θ_T along its
     coordinate; :mod:`privgame.mechanisms.dpsgd.broken` overrides them to build its flawed steps and scores.
@@ -185,9 +186,9 @@ class ReleaseHooks:
     single: Callable[[int, nn.Module, Tensor], None] | None = None
     ensemble: Callable[[int, Mapping[str, Tensor], Tensor], None] | None = None
 
-    def add(self, step: int, grads: list[Tensor]) -> list[Tensor]:
-        """The gradients inserted at ``step`` (the canaries'), with anything a variant adds."""
-        return grads
+    def added(self, step: int) -> list[Tensor] | None:
+        """Gradients added after the clipping at ``step`` (None: nothing; a broken step's reused noise)."""
+        return None
 
     def release(self, before: Tensor, after: Tensor) -> list[NDArray[np.float64]]:
         """Per run (rows of (K, m) coordinates before and after training), the released per-canary values."""
@@ -205,8 +206,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
     Parameters
     ----------
     epsilon, noise_multiplier, delta, sampling_rate, steps, clip_norm, learning_rate, momentum
-        As :class:`privgame.mechanisms.dpsgd.parameters.DPSGDParameters`; a canary's gradient has norm exactly
-        ``clip_norm``.
+        As :class:`privgame.mechanisms.dpsgd.parameters.DPSGDParameters`.
     model : {"logistic", "mlp"} or str, default="logistic"
         Logistic regression (inputs → classes) or an MLP (inputs → 32 → classes), float64; the classes are the
         rows' ``n_classes``.  Or any ``torch.nn.Module``: ``"package.module:factory"``, a function called as
@@ -222,9 +222,21 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
     normalisation : {"expected", "none", "realised"}, default="expected"
         What the noisy sum is divided by (:class:`privgame.mechanisms.dpsgd.sgd.DPSGDConfig`); ``"realised"`` has no
         established claim (the analytic ε is then absent) and the separate layout does not run it.
+    canary_scale : float, default=4.0
+        A canary's raw gradient norm in units of C (``>= 1``): the canaries enter the step BEFORE its clipping
+        (:class:`privgame.mechanisms.dpsgd.sgd.DiracExamples`), in the same call of the clipping function as the
+        batch, which brings them to norm C.  A clipping function that clips wrong lets more than C through, and
+        the audit sees it (:mod:`privgame.mechanisms.dpsgd.broken`).
 
     Notes
     -----
+    Why raw canaries keep the audit sound: a canary is an example like any other, of gradient norm sC, clipped by
+    the step; DP-SGD's claim covers every example after clipping, so it covers the canaries, and Steinke et al.'s
+    bound needs nothing else.  The order-statistics bound also needs the canaries to be independent channels:
+    each has its own coordinate, its own Poisson draws and its own noise, and the data never move it; clipping
+    acts on each example separately, so a canary's clipped value (C) depends on nothing but its own norm.  With
+    s = 4 the clipped value is exactly C in floating point (the factor C/4C is exactly 1/4), so the releases are
+    bit for bit those of canaries inserted already clipped.
     Neighbouring relation: add/remove one example (a canary); analytic claim: DP-SGD with (q, σ, T) from
     ``dp_accounting`` (PLD).  The summed gradient is divided by q·N, N the number of real rows.  The model gets
     ⌈m / width⌉ extra input features, 0 for every real example; canary i owns one first-layer weight of those
@@ -271,9 +283,11 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
 
     model: str = "logistic"
     canary_layout: str = "dense"
+    canary_scale: float = 4.0
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)  # zero-argument super() is unavailable in slotted dataclasses
+        object.__setattr__(self, "canary_scale", check_real("canary_scale", self.canary_scale, low=1.0))
         if is_import_path(self.model):
             ModelFactory(self.model)  # importable and callable, checked when the config is read
             if self.canary_layout == "dense":
@@ -326,10 +340,9 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
 
         hooks = self._hooks(params, coords, None, choice_gen)
 
-        def inject(step: int) -> Injection:
+        def inject(step: int) -> DiracExamples:
             sampled = poisson_mask(setup.m, self.sampling_rate, canary_gen) & members
-            grads = setup.canary_gradients(self._canary_values(sampled), params, coords=coords)
-            return Injection(hooks.add(step, grads), sampled.sum())
+            return DiracExamples(coords, self._canary_values(sampled), hooks.added(step))
 
         frozen = reserved_masks(coords, params) if reserved else None
         before = _flat(params)[coords]
@@ -342,6 +355,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             inject=inject,
             reserved=frozen,
             callback=hooks.single,
+            clipping=self._clipping(),
         )
         return hooks.release(before[None], _flat(params)[coords][None])[0]
 
@@ -378,10 +392,9 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
 
         hooks = self._hooks(template, coords, k, *(choice for _, _, _, choice in gens))
 
-        def inject(step: int) -> Injection:
+        def inject(step: int) -> DiracExamples:
             sampled = torch.stack([poisson_mask(setup.m, self.sampling_rate, g) for _, _, g, _ in gens]) & members
-            grads = setup.canary_gradients(self._canary_values(sampled), template, batch=k, coords=coords)
-            return Injection(hooks.add(step, grads), sampled.sum(1))
+            return DiracExamples(coords, self._canary_values(sampled), hooks.added(step))
 
         def coordinates() -> Tensor:  # (K, m): each model's canary coordinates
             rows = [_flat([p for _, p in trainable_parameters(m)]) for m in models]
@@ -398,6 +411,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             inject=inject,
             reserved=frozen,
             callback=hooks.ensemble,
+            clipping=self._clipping(),
         )
         return hooks.release(before, coordinates())
 
@@ -408,9 +422,13 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         return self.training_config()
 
     def _canary_values(self, sampled: Tensor) -> Tensor:
-        """The canary gradients' values on their coordinates: C where a member canary is sampled, else 0 (a
-        canary's gradient has norm C: it is its own clipped gradient)."""
-        return sampled.to(torch.float64) * self.clip_norm
+        """The canary gradients' RAW values on their coordinates: canary_scale · C where a member canary is
+        sampled, else 0 (no example); the step's clipping brings them to C."""
+        return sampled.to(torch.float64) * (self.canary_scale * self.clip_norm)
+
+    def _clipping(self) -> ClipFactors:
+        """The step's clipping function: the engine's own (a broken step passes a flawed one)."""
+        return clip_factors
 
     def _hooks(
         self, params: Sequence[Tensor], coords: Tensor, batch: int | None, *streams: np.random.Generator
@@ -471,7 +489,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
                 yield sampled, torch.from_numpy(coordinate_gen.standard_normal(out=noise))
 
         denom = 1.0 if config.normalisation == "none" else config.expected_batch_size(plain.x.shape[0])
-        descent = _canary_descent(start, draws(), config, denom)
+        descent = _canary_descent(start, draws(), config, denom, self.canary_scale * self.clip_norm)
         return descent.numpy().copy()
 
     def _plain_setup(self, rows: TrainingData, m: int) -> _Setup:

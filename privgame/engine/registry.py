@@ -335,8 +335,13 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         ),
         "opacus-whitebox": Builtin(
             "privgame.mechanisms.dpsgd.opacus_engine:OpacusWhiteBox",
-            "The game's rows trained by Opacus's PrivacyEngine with m Dirac canaries; releases their descents.",
+            "The game's rows and m canary rows trained by Opacus's PrivacyEngine; releases each canary's summed descent.",
             requires=("torch", "opacus"),
+        ),
+        "dpsgd-loop": Builtin(
+            "privgame.mechanisms.dpsgd.opacus_engine:LoopWhiteBox",
+            "The game's rows and m canary rows trained by a DP-SGD loop; releases each canary's summed descent.",
+            requires=("torch",),
         ),
     },
     "attack": {

@@ -28,7 +28,7 @@ def test_builtins_registered():
         "lira", "multi-run", "one-run", "panoramia", "record", "record-model-seeded", "record-traditional"
     ]  # fmt: skip
     assert MECHANISMS.names() == [
-        "baynet", "cnn", "dpsgd-blackbox", "dpsgd-broken", "dpsgd-mlp", "dpsgd-whitebox", "gaussian",
+        "baynet", "cnn", "dpsgd-blackbox", "dpsgd-broken", "dpsgd-loop", "dpsgd-mlp", "dpsgd-whitebox", "gaussian",
         "gaussian-mixture", "gradient-boosted-trees", "logistic-regression", "mlp", "opacus-whitebox", "privbayes",
         "randomized-response", "sklearn", "synthpop"
     ]  # fmt: skip
@@ -42,7 +42,7 @@ def test_builtins_registered():
 def test_unknown_name_lists_registered_names():
     with pytest.raises(
         UnknownNameError,
-        match="mechanism name must be one of baynet, cnn, dpsgd-blackbox, dpsgd-broken, dpsgd-mlp, dpsgd-whitebox, ",
+        match="mechanism name must be one of baynet, cnn, dpsgd-blackbox, dpsgd-broken, dpsgd-loop, dpsgd-mlp, dpsgd-whitebox, ",
     ):
         MECHANISMS.get("x")
 

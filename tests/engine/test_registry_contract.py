@@ -22,7 +22,7 @@ from privgame.mechanisms import GaussianMechanism, RandomizedResponse
 from privgame.mechanisms.dpsgd.blackbox import DPSGDBlackBox
 from privgame.mechanisms.dpsgd.broken import DPSGDBroken
 from privgame.mechanisms.dpsgd.classifier import DPSGDClassifier
-from privgame.mechanisms.dpsgd.opacus_engine import OpacusWhiteBox
+from privgame.mechanisms.dpsgd.opacus_engine import LoopWhiteBox, OpacusWhiteBox
 from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox
 from privgame.mechanisms.synth import BayNet, GaussianMixtureGenerator, PrivBayes, Synthpop
 from privgame.mechanisms.training import (
@@ -56,6 +56,7 @@ EXAMPLES = {
     ("mechanism", "dpsgd-whitebox"): DPSGDWhiteBox(noise_multiplier=3.0, steps=5),
     ("mechanism", "dpsgd-broken"): DPSGDBroken(flaw="noise_for_mean", noise_multiplier=3.0, steps=5),
     ("mechanism", "opacus-whitebox"): OpacusWhiteBox(noise_multiplier=3.0, sampling_rate=0.5, steps=5, model="mlp"),
+    ("mechanism", "dpsgd-loop"): LoopWhiteBox(noise_multiplier=3.0, sampling_rate=0.5, steps=5, model="mlp"),
     ("mechanism", "dpsgd-blackbox"): DPSGDBlackBox(noise_multiplier=3.0, steps=5, hidden=(8,)),
     ("mechanism", "logistic-regression"): LogisticRegressionClassifier(epochs=2),
     ("mechanism", "mlp"): MLPClassifier(hidden=(8,), epochs=2),

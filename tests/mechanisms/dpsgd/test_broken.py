@@ -61,7 +61,7 @@ def test_flaw_none_is_the_white_box_mechanism_itself(layout):
     [
         ("none", 1.0, _SIGMA),
         ("noise_for_mean", 1.0, _SIGMA / (_Q * _N)),  # σ in effect divided by qN
-        ("unclipped_canary", 4.0, _SIGMA),  # the canary's raw norm 4C reaches the sum
+        ("unclipped", 4.0, _SIGMA),  # the canary's raw norm 4C reaches the sum
         ("clip_mismatch", 4.0, _SIGMA),  # clipped at 4C, noise scaled to C
     ],
 )
@@ -75,7 +75,7 @@ def test_each_flaw_follows_its_closed_form(flaw, signal, noise):
 
 
 def test_the_closed_form_check_tells_the_flaws_apart():
-    """Meta-test: the correct step's releases fail the noise_for_mean and unclipped_canary closed forms by far."""
+    """Meta-test: the correct step's releases fail the noise_for_mean and unclipped closed forms by far."""
     values, bits = _releases(_mech("none"), runs=3)
     _, z_var = _moment_z(values[~bits], 0, signal=1.0, noise=_SIGMA / (_Q * _N))
     assert z_var > 100
@@ -148,7 +148,7 @@ def test_same_seed_same_release_different_seed_different():
         (
             {"flaw": "no_noise"},
             ValueError,
-            "flaw must be one of none, noise_for_mean, unclipped_canary, clip_mismatch, reused_noise",
+            "flaw must be one of none, noise_for_mean, unclipped, clip_mismatch, reused_noise",
         ),
         ({"flaw": 3}, ValueError, "flaw must be one of"),
         ({"score": "loss"}, ValueError, "score must be one of auto, descent, step_changes, got 'loss'"),
@@ -169,7 +169,7 @@ def test_bad_parameters_are_refused_in_one_line(kw, error, message):
 # --------------------------------------------------------------------------------------------------- the audit catches
 def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
     """One white-box one-run audit each (1,000 canaries, 100 + 100 guesses, σ = 2 over 20 steps at q = 0.1,
-    canaries of raw norm 10C: a claim of ε ≈ 1.08 at δ = 1e-5): noise_for_mean, unclipped_canary, clip_mismatch and
+    canaries of raw norm 10C: a claim of ε ≈ 1.08 at δ = 1e-5): noise_for_mean, unclipped, clip_mismatch and
     reused_noise are refuted at 95 %; the correct step is not (its bound stays below its claim: a seeded run, whose
     failure would mean a bound above a true ε)."""
     import privgame
@@ -179,7 +179,7 @@ def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
         "game": {"name": "one-run", "m": 1000, "k_pos": 100, "k_neg": 100, "data": "digits", "train_rows": 100},
         "mechanism": {
             "name": "dpsgd-broken",
-            "flaw": ["none", "noise_for_mean", "unclipped_canary", "clip_mismatch", "reused_noise"],
+            "flaw": ["none", "noise_for_mean", "unclipped", "clip_mismatch", "reused_noise"],
             "noise_multiplier": 2.0,
             "sampling_rate": 0.1,
             "steps": 20,
@@ -193,6 +193,6 @@ def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
         summary = results.summary().set_index("mechanism.flaw")
     print(summary[["epsilon_analytic", "epsilon_lb_median", "refuted"]])
     assert summary["epsilon_analytic"].nunique() == 1 and 1.0 < summary["epsilon_analytic"].iloc[0] < 1.2
-    leaking = ["noise_for_mean", "unclipped_canary", "clip_mismatch", "reused_noise"]
+    leaking = ["noise_for_mean", "unclipped", "clip_mismatch", "reused_noise"]
     assert summary.loc[leaking, "refuted"].tolist() == [1, 1, 1, 1]
     assert summary.loc["none", "refuted"] == 0

@@ -329,9 +329,9 @@ def test_linear_chain_fast_path_equals_the_vmap_path(activation: str, build: str
     with GhostClipper(models[0]) as clipper:
         assert clipper._chain is not None
         clipper.discover(x[0])
-        fast = clipper.clip_ensemble(_stack(models), x, y, cross_entropy, 0.5, weights)
+        fast, _ = clipper.clip_ensemble(_stack(models), x, y, cross_entropy, 0.5, weights)
         clipper._chain = None  # force the general vmap path
-        slow = clipper.clip_ensemble(_stack(models), x, y, cross_entropy, 0.5, weights)
+        slow, _ = clipper.clip_ensemble(_stack(models), x, y, cross_entropy, 0.5, weights)
     for a, b in zip(fast, slow, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=TOL)
     assert any(float(a.abs().max()) > 0 for a in fast)

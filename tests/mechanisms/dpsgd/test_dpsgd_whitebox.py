@@ -224,10 +224,11 @@ def test_dense_descent_is_the_separate_recursion_on_the_dense_runs_draws(model, 
             noise = torch.empty(n_params, dtype=torch.float64).normal_(generator=train_gen)
             yield poisson_mask(data.m, mech.sampling_rate, canary_gen) & members, noise[setup.coords]
 
-    replayed = _canary_descent(start, draws(), mech.training_config(), mech.sampling_rate * 60).numpy()
+    raw = mech.canary_scale * mech.clip_norm  # a canary's raw value, clipped to C by the recursion as by the step
+    replayed = _canary_descent(start, draws(), mech.training_config(), mech.sampling_rate * 60, raw).numpy()
     np.testing.assert_allclose(replayed, released, rtol=1e-12, atol=1e-15)
     # and the recursion is not vacuous: other noise gives another release
-    shifted = _canary_descent(start, ((s, z + 0.01) for s, z in draws()), mech.training_config(), 12.0)
+    shifted = _canary_descent(start, ((s, z + 0.01) for s, z in draws()), mech.training_config(), 12.0, raw)
     assert not np.allclose(shifted.numpy(), released, atol=1e-6)
 
 

@@ -1,6 +1,6 @@
-"""Opacus under audit (``opacus-whitebox``): Opacus's own PrivacyEngine trains the user's model, privgame's Dirac
-canaries enter between its clipping and its noise; the release follows the closed form, matches the engine's in
-distribution, and the errors are one line."""
+"""Opacus under audit (``opacus-whitebox``): Opacus's own PrivacyEngine trains the user's model and privgame's canary
+rows, which its sampler, hooks, clipping and noise handle as any other row; the release follows the closed form,
+matches privgame's loop under the same contract in distribution, and the errors are one line."""
 
 from __future__ import annotations
 
@@ -16,11 +16,16 @@ pytest.importorskip("opacus")
 from privgame.analysis.accounting import dpsgd_claim  # noqa: E402
 from privgame.data.canaries import canary_data  # noqa: E402
 from privgame.engine.cli import main  # noqa: E402
-from privgame.mechanisms.dpsgd.opacus_engine import OpacusWhiteBox, opacus_batch_size, opacus_epsilon  # noqa: E402
-from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox  # noqa: E402
+from privgame.mechanisms.dpsgd.opacus_engine import (  # noqa: E402
+    LoopWhiteBox,
+    OpacusWhiteBox,
+    opacus_batch_size,
+    opacus_epsilon,
+)
 
 MLP = "torch_factories:two_layer_mlp"  # 64 → 16 → 10 on the digits: 1,210 coordinates
 _N, _Q, _T, _SIGMA, _LR, _M = 100, 0.1, 20, 0.5, 0.5, 600
+_ROWS = _N + _M  # the loop trains on the rows and every canary row (a non-member's gradient is 0)
 
 
 def digits(bits, train_rows=_N):
@@ -74,20 +79,24 @@ def test_same_seed_same_release_different_seed_different():
     assert not np.array_equal(one, other)
 
 
-def test_without_noise_each_member_canary_moves_by_its_insertions_and_no_other_coordinate_is_reserved():
-    """q = 1 (every row and every member canary in every batch), σ ≈ 0: a member canary's descent is T·lr·C/N
-    exactly (Opacus divides the sum by its expected batch size int(N·q) = N); a non-member's is 0: Opacus's data
-    gradients never reach a reserved coordinate."""
-    mech = OpacusWhiteBox(**_kw(noise_multiplier=1e-300, sampling_rate=1.0, steps=3))
+@pytest.mark.parametrize("mode", ["hooks", "ghost"])
+@pytest.mark.parametrize("clip_norm", [1.0, 0.25])
+def test_without_noise_each_member_canary_moves_by_its_clipped_insertions_and_nothing_else(mode, clip_norm):
+    """q = 1 (every row and every canary row in every batch), σ ≈ 0: a member canary's raw gradient 4C is clipped
+    by Opacus to C (up to its 10⁻⁶ in the factor), so its descent is T·lr·C/(N + m) (Opacus divides the sum by its
+    expected batch size int((N + m)·q)); a non-member's is 0: the data's gradients never reach the canary layer."""
+    mech = OpacusWhiteBox(
+        **_kw(noise_multiplier=1e-300, sampling_rate=1.0, steps=3, clip_norm=clip_norm), grad_sample_mode=mode
+    )
     bits = np.arange(200) % 3 == 0
     descent = mech.release(digits(bits, train_rows=50), rng=np.random.default_rng(0))
-    np.testing.assert_allclose(descent[bits], 3 * 0.5 * 1.0 / 50, rtol=1e-12)
+    np.testing.assert_allclose(descent[bits], 3 * 0.5 * clip_norm / 250, rtol=1e-5)
     np.testing.assert_allclose(descent[~bits], 0.0, atol=1e-290)
 
 
 def _moment_z(values, member, sigma=_SIGMA):
-    """As the engine's test: release = lr/(qN)·(C·S·Binomial(T, q) + σC√T·N(0, 1))."""
-    a = _LR / (_Q * _N)
+    """As the engine's test, with Opacus's divisor: release = lr/(q(N + m))·(C·S·Binomial(T, q) + σC√T·N(0, 1))."""
+    a = _LR / (_Q * _ROWS)
     k1 = a * member * _T * _Q
     k2 = a**2 * (member * _T * _Q * (1 - _Q) + sigma**2 * _T)
     k4 = a**4 * member * _T * _Q * (1 - _Q) * (1 - 6 * _Q * (1 - _Q))
@@ -97,11 +106,11 @@ def _moment_z(values, member, sigma=_SIGMA):
 
 def test_opacus_release_follows_the_closed_form_and_the_engines_law():
     """Members and non-members of 6 Opacus releases of 600 canaries: mean and variance z statistics within 4.5 of
-    the closed form (about 1e-5 for a correct construction per statistic), and the two-sample KS test against the
-    engine's reserved layout at the same model, data, σ, q, T (p > 1e-3): Opacus and the engine are the same
+    the closed form (about 1e-5 for a correct construction per statistic), and the two-sample KS test against
+    privgame's loop at the same model, rows, canary rows, σ, q, T (p > 1e-3): Opacus and the engine are the same
     mechanism, so their audits agree."""
     values, bits = _releases(OpacusWhiteBox(**_kw()), runs=6)
-    engine, engine_bits = _releases(DPSGDWhiteBox(**_kw(), canary_layout="reserved"), runs=6, seed=50)
+    engine, engine_bits = _releases(LoopWhiteBox(**_kw()), runs=6, seed=50)
     for member in (0, 1):
         group = values[bits == bool(member)]
         z_mean, z_var = _moment_z(group, member)
@@ -140,7 +149,7 @@ def test_the_audits_of_opacus_and_the_engine_agree_and_the_check_sees_twice_the_
     """Same model, data, σ, q, T: 6 audited releases each (720 guesses).  Their accuracies agree (Fisher p > 1e-3;
     measured 599 and 593 correct, p = 0.73; median Steinke bounds 1.20 and 1.22).  Meta-test: Opacus at 2σ is
     told apart from the engine at σ by the same check (p < 1e-3)."""
-    engine = _audits(DPSGDWhiteBox(**_kw(), canary_layout="reserved"), runs=6, seed=50)
+    engine = _audits(LoopWhiteBox(**_kw()), runs=6, seed=50)
     opacus = _audits(OpacusWhiteBox(**_kw()), runs=6, seed=0)
     assert _same_accuracy(engine, opacus) > 1e-3, (engine, opacus)
     assert abs(engine[2] - opacus[2]) < 0.5, (engine, opacus)
@@ -153,7 +162,7 @@ def test_an_empty_poisson_batch_still_adds_the_noise():
     closed form's spread), and the member canaries sampled alone still move."""
     mech = OpacusWhiteBox(**_kw(sampling_rate=0.02, steps=10, noise_multiplier=1.0))  # one row a batch on average
     values, bits = _releases(mech, runs=2)
-    scale = _LR / (0.02 * _N) * 1.0 * np.sqrt(10)
+    scale = _LR / (0.02 * _ROWS) * 1.0 * np.sqrt(10)
     assert stats.kstest(values[~bits], "norm", args=(0.0, scale)).pvalue > 1e-3
 
 
@@ -182,7 +191,9 @@ def test_bad_parameters_are_refused_in_one_line(kw, error, message):
 def test_rows_on_which_opacus_cannot_realise_the_rate_are_refused_at_release():
     mech = OpacusWhiteBox(**_kw(sampling_rate=0.25))
     with pytest.raises(ValueError, match=r"sampling_rate must be 1/k for an integer k that Opacus realises on 3 rows"):
-        mech.release(digits(np.ones(4, dtype=bool), train_rows=3), rng=np.random.default_rng(0))
+        mech.release(
+            digits(np.ones(1, dtype=bool), train_rows=2), rng=np.random.default_rng(0)
+        )  # 2 rows + 1 canary row
 
 
 def test_without_opacus_the_mechanism_says_how_to_install_it(monkeypatch):
