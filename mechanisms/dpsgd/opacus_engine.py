@@ -177,7 +177,7 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
 
 @dataclass(frozen=True, slots=True)
 class OpacusWhiteBox(LoopWhiteBox):
-    """The game's rows and m canary rows trained by Opacus's PrivacyEngine; releases each canary's summed descent.
+    """The rows and m canary rows trained by Opacus's PrivacyEngine; releases each canary's summed descent.
 
     ``dpsgd-loop`` with Opacus as the loop, ``grad_sample_mode`` "hooks" or "ghost".
 

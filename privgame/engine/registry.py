@@ -335,7 +335,7 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         ),
         "opacus-whitebox": Builtin(
             "privgame.mechanisms.dpsgd.opacus_engine:OpacusWhiteBox",
-            "The game's rows and m canary rows trained by Opacus's PrivacyEngine; releases each canary's summed descent.",
+            "The rows and m canary rows trained by Opacus's PrivacyEngine; releases each canary's summed descent.",
             requires=("torch", "opacus"),
         ),
         "dpsgd-loop": Builtin(

@@ -42,7 +42,8 @@ def test_builtins_registered():
 def test_unknown_name_lists_registered_names():
     with pytest.raises(
         UnknownNameError,
-        match="mechanism name must be one of baynet, cnn, dpsgd-blackbox, dpsgd-broken, dpsgd-loop, dpsgd-mlp, dpsgd-whitebox, ",
+        match="mechanism name must be one of baynet, cnn, dpsgd-blackbox, dpsgd-broken, dpsgd-loop, dpsgd-mlp, "
+        "dpsgd-whitebox, ",
     ):
         MECHANISMS.get("x")
 
