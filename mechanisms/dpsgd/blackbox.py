@@ -47,6 +47,10 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
         ``model``.
     activation : {"relu", "tanh", "elu", "gelu"}, default="relu"
         Left out with ``model``.
+    loop : str or None, default=None
+        ``None``: privgame's engine (K releases at once).  Or a DP-SGD training loop, built in or the user's
+        ``"package.module:function"`` (:mod:`privgame.mechanisms.dpsgd.loop`): it trains the real rows and the
+        member canaries, one release after the other, with ``dataset_size`` = the public N below.
     model : str or None, default=None
         ``None``: the built-in network of ``hidden`` and ``activation``.  Or the researcher's own
         ``torch.nn.Module`` by its factory, ``"package.module:factory"``, called as
@@ -81,6 +85,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
     hidden: tuple[int, ...] = ()
     activation: str = "relu"
     model: str | None = None
+    loop: str | None = None
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)  # zero-argument super() is unavailable in slotted dataclasses
@@ -115,6 +120,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
             clip_norm=self.clip_norm,
             learning_rate=self.learning_rate,
             momentum=self.momentum,
+            loop=self.loop,
             **network,
         )
 

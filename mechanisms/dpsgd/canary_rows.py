@@ -26,10 +26,17 @@ and the other canaries' gradients are 0 there) and its own noise coordinate, so 
 the m releases are independent channels, as the order-statistics bound needs, as long as the code under audit
 clips and noises each example and coordinate separately, which is exactly what the audit tests.
 
-What it cannot see: a flaw confined to a layer type other than ``nn.Linear`` (the canary layer), or to the real
-model's gradients only (a clipping that skips some of the model's layers but clips the canary layer).  The canary
-layer takes part in every per-example norm, so a clipping bound, a noise scale, a sampling rate or a normalisation
-that is wrong for every example is seen.
+Two canary layers (``layer``): ``"weight"``, above; ``"sequence-bias"``, the bias b ∈ R^m of an ``nn.Linear(1, m)``
+applied to a (B, T, 1) input of zeros (T = ``positions``), whose output summed over the T positions with weight
+v_i / T on canary i is the canary row's loss: its per-example gradient is again v_i e_i (on b; 0 on the weight,
+whose input is 0), made of T aligned per-position gradients (v_i / T) e_i.  It tests a per-sample norm of a layer
+that sees sequences (Opacus PR #751: ghost clipping took the bias norm of a 3-D input as ‖Σ_t g_t g_tᵀ‖_F, v²/T
+here, instead of ‖Σ_t g_t‖ = v).
+
+What it cannot see: a flaw confined to a layer type other than the canary layer's, or to the real model's
+gradients only (a clipping that skips some of the model's layers but clips the canary layer).  The canary layer
+takes part in every per-example norm, so a clipping bound, a noise scale, a sampling rate or a normalisation that
+is wrong for every example is seen.
 """
 
 from __future__ import annotations
@@ -43,7 +50,10 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
-__all__ = ["CanaryLoss", "CanaryModel", "CanaryRows"]
+__all__ = ["LAYERS", "CanaryLoss", "CanaryModel", "CanaryRows"]
+
+#: the canary layers (module docstring)
+LAYERS = ("weight", "sequence-bias")
 
 
 class CanaryModel(nn.Module):
@@ -56,25 +66,40 @@ class CanaryModel(nn.Module):
         Maps (B, d) to logits (B, n_classes).
     values : Tensor of shape (m,)
         Each canary's raw gradient value v_i (0 for a non-member).
+    positions : int, default=0
+        0: the ``"weight"`` canary layer; T ≥ 1: the ``"sequence-bias"`` layer over T positions.
     """
 
-    def __init__(self, model: nn.Module, values: Tensor) -> None:
+    def __init__(self, model: nn.Module, values: Tensor, positions: int = 0) -> None:
         super().__init__()
         self.model = model
         m = int(values.shape[0])
-        self.canaries = nn.Linear(m, 1, bias=False, dtype=values.dtype, device=values.device)
+        self.positions = int(positions)
+        kw: dict[str, Any] = {"dtype": values.dtype, "device": values.device}
+        self.canaries = nn.Linear(m, 1, bias=False, **kw) if positions == 0 else nn.Linear(1, m, **kw)
         with torch.no_grad():
-            self.canaries.weight.zero_()
+            for p in self.canaries.parameters():
+                p.zero_()
         self.register_buffer("values", values.clone())
+
+    def coordinates(self) -> Tensor:
+        """θ_c, the canaries' coordinates (m,): a detached float64 copy on the CPU."""
+        theta = self.canaries.weight[0] if self.positions == 0 else self.canaries.bias
+        return theta.detach().to("cpu", torch.float64).clone()
 
     def forward(self, x: Tensor) -> Tensor:
         features, index = x[:, :-1], x[:, -1].to(torch.long)
         logits = self.model(features)
-        row = index >= 0
         values: Tensor = self.values  # type: ignore[assignment]  # a registered buffer
-        picked = values[index.clamp(min=0)] * row.to(values.dtype)
-        onehot = F.one_hot(index.clamp(min=0), values.shape[0]).to(values.dtype) * picked.unsqueeze(1)
-        return torch.cat([logits, self.canaries(onehot).to(logits.dtype)], dim=1)
+        # v_i e_i for canary row i, 0 for a real row (index −1); no data-dependent indexing, so vmap can run it
+        positions = torch.arange(values.shape[0], device=index.device)
+        onehot = (index.unsqueeze(1) == positions).to(values.dtype) * values
+        if self.positions == 0:
+            score = self.canaries(onehot)
+        else:  # (B, T, m) = the bias at every position; weight v_i / T on canary i at each
+            out = self.canaries(onehot.new_zeros((x.shape[0], self.positions, 1)))
+            score = (out * (onehot / self.positions).unsqueeze(1)).sum((1, 2)).unsqueeze(1)
+        return torch.cat([logits, score.to(logits.dtype)], dim=1)
 
 
 class CanaryLoss(nn.Module):
@@ -111,6 +136,9 @@ class CanaryRows:
         Which canaries are members.
     raw : float
         A member canary's raw gradient norm (``canary_scale · C``).
+    layer : {"weight", "sequence-bias"}, default="weight"
+    positions : int, default=16
+        T of the ``"sequence-bias"`` layer.
     dtype : torch.dtype, default=torch.float64
     """
 
@@ -118,6 +146,8 @@ class CanaryRows:
     y: NDArray[Any]
     membership: NDArray[np.bool_]
     raw: float
+    layer: str = "weight"
+    positions: int = 16
     dtype: torch.dtype = torch.float64
 
     @property
@@ -140,9 +170,4 @@ class CanaryRows:
         """``model`` beside the canary layer (θ_c = 0), on ``model``'s device."""
         device = next(iter(model.parameters())).device
         values = torch.as_tensor(np.asarray(self.membership, dtype=bool)).to(self.dtype) * self.raw
-        return CanaryModel(model, values.to(device))
-
-    @staticmethod
-    def coordinates(model: CanaryModel) -> Tensor:
-        """θ_c, the canaries' coordinates (m,), a detached float64 copy on the CPU."""
-        return model.canaries.weight.detach()[0].to("cpu", torch.float64).clone()
+        return CanaryModel(model, values.to(device), 0 if self.layer == "weight" else self.positions)

@@ -87,6 +87,10 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     learning_rate : float, default=0.1
     device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
         Where to train, as :class:`privgame.mechanisms.training.models.MLPClassifier`'s.
+    loop : str or None, default=None
+        ``None``: privgame's engine trains K releases at once.  Or a DP-SGD training loop, built in or the user's
+        ``"package.module:function"`` (:mod:`privgame.mechanisms.dpsgd.loop`), given each release's included rows
+        (and ``dataset_size``, the public N); the releases train one after the other.
     model : str or None, default=None
         ``None``: the built-in MLP of ``hidden`` and ``activation``.  Or a user's ``torch.nn.Module`` by its factory,
         ``"package.module:factory"``, called as ``factory((d,), n_classes, generator=...)`` for records of d
@@ -114,10 +118,15 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     activation: str = "relu"
     device: str = "cpu"
     model: str | None = None
+    loop: str | None = None
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)
         check_device(self.device)
+        if self.loop is not None:
+            from privgame.mechanisms.dpsgd.loop import TrainingLoop
+
+            TrainingLoop(self.loop)
         if not isinstance(self.hidden, tuple | list):
             raise TypeError(f"hidden must be a list of layer widths, got {self.hidden!r}.")
         from privgame.analysis._checks import check_int
@@ -145,6 +154,12 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         if self.model is not None:
             check_model(self.model, shape, data.n_classes)  # the contract, one line, before any training
         gens = torch_generators(rngs, device)
+        if self.loop is not None:
+            return [
+                self._release(self._train_loop(x[torch.from_numpy(mask).to(device)], y, mask, widths, g, size), shape,
+                              data.n_classes)
+                for mask, g, size in zip(masks, gens, sizes, strict=True)
+            ]
         out: list[ModelRelease | None] = [None] * len(gens)
         public = np.asarray(sizes)
         for size in np.unique(public):
@@ -161,6 +176,31 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
                 for k, net in zip(group, trained, strict=True):
                     out[k] = self._release(net, shape, data.n_classes)
         return [r for r in out if r is not None]
+
+    def _train_loop(
+        self, x: torch.Tensor, y: torch.Tensor, mask: np.ndarray, widths: tuple[int, ...], gen: torch.Generator,
+        size: int,
+    ) -> torch.nn.Module:
+        """One release trained by ``loop`` (:mod:`privgame.mechanisms.dpsgd.loop`) on the included rows."""
+        from privgame.mechanisms.dpsgd.loop import LoopRun, TrainingLoop
+
+        net = self._build(widths, gen)
+        run = LoopRun(
+            model=net,
+            x=x,
+            y=y[torch.from_numpy(mask).to(y.device)],
+            loss_fn=torch.nn.CrossEntropyLoss(reduction="none"),
+            noise_multiplier=self.sigma,
+            sampling_rate=self.sampling_rate,
+            steps=self.steps,
+            clip_norm=self.clip_norm,
+            learning_rate=self.learning_rate,
+            momentum=self.momentum,
+            generator=gen,
+            dataset_size=int(size),
+        )
+        assert self.loop is not None  # the caller checked
+        return TrainingLoop(self.loop).run(run)
 
     def _build(self, widths: tuple[int, ...], generator: torch.Generator) -> torch.nn.Module:
         """The network to train, initialised from ``generator`` (float32): the factory's, or the built-in MLP."""

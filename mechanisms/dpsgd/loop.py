@@ -16,10 +16,13 @@ The contract (docs/extending.md, "Your own DP-SGD training loop")
   what the claim is computed for (Poisson sampling at q, T steps, per-example clipping at C, noise N(0, σ²C²) on
   the sum of clipped gradients);
 * ``generator``: a ``torch.Generator`` on ``run.device``, the only randomness the loop should use (the same seed
-  then gives the same release).
+  then gives the same release);
+* ``dataset_size``: the public N for a divisor qN (None: ``len(x)``, which is public in a white-box audit; in a
+  black-box audit the member canaries make ``len(x)`` depend on the membership).
 
-The loop trains ``run.model`` in place and returns it (or None), or returns another module with the same
-parameters' names and shapes.  In a white-box audit the rows include the canaries: rows whose per-example gradient
+The loop trains ``run.model`` in place and returns it (or None), or returns another module whose trainable
+parameters have ``run.model``'s shapes in the same order (a wrapper such as Opacus's ``GradSampleModule``, or a
+copy): privgame then reads the trained values from it.  In a white-box audit the rows include the canaries: rows whose per-example gradient
 is a Dirac of norm ``canary_scale · C`` on a canary layer beside the model
 (:mod:`privgame.mechanisms.dpsgd.canary_rows`); the loop cannot tell them from data and needs no hook, and the
 canaries go through its own sampler, per-example gradients, clipping and noise.  In a black-box audit the rows are
@@ -67,6 +70,7 @@ class LoopRun:
     learning_rate: float
     momentum: float
     generator: torch.Generator
+    dataset_size: int | None = None
 
     @property
     def device(self) -> torch.device:
@@ -86,6 +90,7 @@ def privgame_loop(run: LoopRun) -> nn.Module:
         learning_rate=run.learning_rate,
         momentum=run.momentum,
         device=str(run.device),
+        dataset_size=run.dataset_size,
     )
     return train(run.model, run.x, run.y, config, generator=run.generator, loss_fn=run.loss_fn)
 
@@ -223,7 +228,8 @@ class TrainingLoop:
         return found
 
     def run(self, run: LoopRun) -> nn.Module:
-        """Call the loop; return the trained module, checked against the contract.
+        """Call the loop; return ``run.model``, trained (the loop's values copied in when it returned another
+        module), checked against the contract.
 
         Raises
         ------
@@ -247,11 +253,17 @@ class TrainingLoop:
             raise ValueError(
                 f"loop {self.name!r} must return the trained torch.nn.Module (or None), got {type(out).__name__}."
             )
-        expected = [(n, tuple(p.shape)) for n, p in trainable_parameters(run.model)]
-        got = [(n, tuple(p.shape)) for n, p in trainable_parameters(out)]
-        if got != expected:
+        if out is run.model:
+            return out
+        mine = [p for _, p in trainable_parameters(run.model)]
+        theirs = [p for _, p in trainable_parameters(out)]
+        if [p.shape for p in theirs] != [p.shape for p in mine]:
             raise ValueError(
                 f"loop {self.name!r} must return the model it was given (trained), got a module with other "
-                f"parameters ({len(got)} trainable tensors, expected {len(expected)})."
+                f"parameters ({len(theirs)} trainable tensors, expected {len(mine)})."
             )
-        return out
+        with torch.no_grad():  # a wrapper or a copy: its trained values, in the given model
+            for p, q in zip(mine, theirs, strict=True):
+                if p is not q:
+                    p.copy_(q.detach().to(p.device, p.dtype))
+        return run.model

@@ -30,9 +30,9 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from privgame.analysis._checks import check_real
+from privgame.analysis._checks import check_int, check_real
 from privgame.mechanisms._base import check_runs
-from privgame.mechanisms.dpsgd.canary_rows import CanaryLoss, CanaryRows
+from privgame.mechanisms.dpsgd.canary_rows import LAYERS, CanaryLoss, CanaryRows
 from privgame.mechanisms.dpsgd.loop import LoopRun, TrainingLoop, _opacus, opacus_batch_size
 from privgame.mechanisms.dpsgd.models import logistic_regression, mlp
 from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
@@ -71,6 +71,11 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
         As :class:`privgame.mechanisms.dpsgd.whitebox.DPSGDWhiteBox` (a factory path for any Module), float64.
     canary_scale : float, default=4.0
         A member canary's raw gradient norm in units of C (``>= 1``): a correct clipping brings it to C.
+    canary_layer : {"weight", "sequence-bias"}, default="weight"
+        Where the canaries' coordinates live (:mod:`privgame.mechanisms.dpsgd.canary_rows`): the weight of a
+        linear layer on a one-hot input, or the bias of a linear layer on a sequence of ``canary_positions``.
+    canary_positions : int, default=16
+        T of the ``"sequence-bias"`` layer (``>= 1``).
 
     Notes
     -----
@@ -90,10 +95,15 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
     loop: str = "privgame"
     model: str = "logistic"
     canary_scale: float = 4.0
+    canary_layer: str = "weight"
+    canary_positions: int = 16
 
     def __post_init__(self) -> None:
         DPSGDParameters.__post_init__(self)
         TrainingLoop(self.loop)
+        if not isinstance(self.canary_layer, str) or self.canary_layer not in LAYERS:
+            raise ValueError(f"canary_layer must be one of {', '.join(LAYERS)}, got {self.canary_layer!r}.")
+        check_int("canary_positions", self.canary_positions, low=1)
         if is_import_path(self.model):
             ModelFactory(self.model)
         elif self.model not in _MODELS:
@@ -129,11 +139,18 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
     def release(self, data: Any, *, rng: np.random.Generator) -> NDArray[np.float64]:
         """Train once with the loop on the rows and the canary rows; return each canary's summed descent."""
         data = as_canary_data("data", data)
-        rows = CanaryRows(data.rows.x, data.rows.y, data.membership, self.canary_scale * self.clip_norm)
+        rows = CanaryRows(
+            data.rows.x,
+            data.rows.y,
+            data.membership,
+            self.canary_scale * self.clip_norm,
+            layer=self.canary_layer,
+            positions=self.canary_positions,
+        )
         init_gen, train_gen, _, _ = _generators(rng)
         model = rows.model(self._build_model(data.rows.x.shape[1], data.rows.n_classes, init_gen))
         x, y = rows.tensors()
-        before = rows.coordinates(model)
+        before = model.coordinates()
         run = LoopRun(
             model=model,
             x=x,
@@ -147,9 +164,8 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
             momentum=self.momentum,
             generator=train_gen,
         )
-        trained = TrainingLoop(self.loop).run(run)
-        after = dict(trained.named_parameters())["canaries.weight"].detach()[0].to("cpu", torch.float64)
-        return (before - after).numpy().copy()
+        TrainingLoop(self.loop).run(run)
+        return (before - model.coordinates()).numpy().copy()
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[NDArray[np.float64]]:
         """K releases one after the other (the loop trains one model at a time)."""

@@ -98,12 +98,14 @@ def _plant(root: Path, kind: str) -> None:
     elif kind == "nested":  # a game's own component, which every reader builds with the game
         helper = {"name": "sklearn", "estimator": f"{EVIL}.Classifier"}
         config["game"] = {"name": "panoramia", "data": "adult", "helper": helper}
+    elif kind == "loop":  # a user's DP-SGD training loop
+        config["mechanism"] = {"name": "dpsgd-loop", "noise_multiplier": 1.0, "loop": f"{EVIL}:factory"}
     else:
         config["mechanism"] = {"name": "dpsgd-blackbox", "noise_multiplier": 1.0, "model": f"{EVIL}:factory"}
     (root / "manifest.json").write_text(json.dumps(manifest))
 
 
-@pytest.mark.parametrize("kind", ["plugin", "estimator", "model"])
+@pytest.mark.parametrize("kind", ["plugin", "estimator", "model", "loop"])
 def test_reanalyse_imports_no_name_from_a_manifest_without_trust(finished, planted, tmp_path, capsys, kind):
     _plant(finished, kind)
     assert main(["reanalyse", str(finished), "--out", str(tmp_path / "again"), "--no-progress"]) == 2
@@ -113,7 +115,7 @@ def test_reanalyse_imports_no_name_from_a_manifest_without_trust(finished, plant
     assert not (tmp_path / "again").exists()
 
 
-@pytest.mark.parametrize("kind", ["plugin", "estimator", "model", "nested"])
+@pytest.mark.parametrize("kind", ["plugin", "estimator", "model", "loop", "nested"])
 def test_reading_results_imports_no_name_from_a_manifest_without_trust(finished, planted, capsys, kind):
     import privgame
 
