@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-from privgame.mechanisms.dpsgd.loop import LoopRun, opacus_batch_size
 from privgame.mechanisms.dpsgd.devices import make_generator
+from privgame.mechanisms.dpsgd.loop import LoopRun, opacus_batch_size
 
 _MANUAL_GHOST = ("1.5", "1.5.0", "1.5.1", "1.5.2")
 

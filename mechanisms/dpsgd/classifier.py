@@ -156,8 +156,11 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         gens = torch_generators(rngs, device)
         if self.loop is not None:
             return [
-                self._release(self._train_loop(x[torch.from_numpy(mask).to(device)], y, mask, widths, g, size), shape,
-                              data.n_classes)
+                self._release(
+                    self._train_loop(x[torch.from_numpy(mask).to(device)], y, mask, widths, g, size),
+                    shape,
+                    data.n_classes,
+                )
                 for mask, g, size in zip(masks, gens, sizes, strict=True)
             ]
         out: list[ModelRelease | None] = [None] * len(gens)
@@ -178,7 +181,12 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         return [r for r in out if r is not None]
 
     def _train_loop(
-        self, x: torch.Tensor, y: torch.Tensor, mask: np.ndarray, widths: tuple[int, ...], gen: torch.Generator,
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        mask: np.ndarray,
+        widths: tuple[int, ...],
+        gen: torch.Generator,
         size: int,
     ) -> torch.nn.Module:
         """One release trained by ``loop`` (:mod:`privgame.mechanisms.dpsgd.loop`) on the included rows."""

@@ -22,8 +22,8 @@ The contract (docs/extending.md, "Your own DP-SGD training loop")
 
 The loop trains ``run.model`` in place and returns it (or None), or returns another module whose trainable
 parameters have ``run.model``'s shapes in the same order (a wrapper such as Opacus's ``GradSampleModule``, or a
-copy): privgame then reads the trained values from it.  In a white-box audit the rows include the canaries: rows whose per-example gradient
-is a Dirac of norm ``canary_scale · C`` on a canary layer beside the model
+copy): privgame then reads the trained values from it.  In a white-box audit the rows include the canaries: rows
+whose per-example gradient is a Dirac of norm ``canary_scale · C`` on a canary layer beside the model
 (:mod:`privgame.mechanisms.dpsgd.canary_rows`); the loop cannot tell them from data and needs no hook, and the
 canaries go through its own sampler, per-example gradients, clipping and noise.  In a black-box audit the rows are
 the real rows and the member canary examples, and the attack reads the released model's losses.
