@@ -16,8 +16,9 @@ __all__ = ["one_line", "resolve_import"]
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception as one line: its type and its message with the line breaks folded."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    """An exception as one line: its type and its message with the line breaks folded (no final period: the
+    callers end their sentence)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split()).rstrip('.')}"
 
 
 def resolve_import(

@@ -139,8 +139,9 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         check_factory(self.model, {"hidden": (self.hidden, _HIDDEN), "activation": (self.activation, "relu")})
 
     def cache_code(self) -> tuple[str, ...]:
-        """The factory's module with ``model`` (its source determines the release), else none."""
-        return () if self.model is None else (self.model.partition(":")[0],)
+        """The modules of the factory (``model``) and of the user's ``loop``: their sources determine the release."""
+        paths = [p for p in (self.model, self.loop) if p is not None and ":" in p]
+        return tuple(p.partition(":")[0] for p in paths)
 
     def train(
         self, pool: Any, masks: np.ndarray, rngs: Sequence[np.random.Generator], *, sizes: Sequence[int]

@@ -496,7 +496,7 @@ class GhostClipper:
                 continue
             own = {n: params[layer.full_name(n)] for n in layer.names}
             if layer.kind == "generic":
-                n2, finish = _generic_terms(layer, layer_calls, own, k, batch)
+                n2, finish = _generic_terms(layer, layer_calls, own, k, batch, _inner(layer, params))
             else:
                 a, g = _dense_view(layer, layer_calls, k, batch)
                 n2, finish = _dense_terms(layer, a, g, own)
@@ -606,15 +606,33 @@ def _dense_terms(layer: _Layer, a: Tensor, g: Tensor, params: Mapping[str, Tenso
     return n2, finish_seq
 
 
-def _generic_terms(
-    layer: _Layer, calls: Sequence[_Call], params: Mapping[str, Tensor], k: int, batch: int
-) -> tuple[Tensor, Finisher]:
-    """Per-example gradients of the module's own parameters by ``vmap`` of ``vjp`` (materialised, this layer only)."""
-    module = layer.module
+def _inner(layer: _Layer, params: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """The (stacked) values of the parameters of ``layer``'s submodules, by their names inside the module: the
+    module's forward pass uses them, and in an ensemble they are model k's, not the template's."""
+    prefix = f"{layer.path}." if layer.path else ""
+    own = {layer.full_name(n) for n in layer.names}
+    return {name[len(prefix) :]: t for name, t in params.items() if name.startswith(prefix) and name not in own}
 
-    def one(p: dict[str, Tensor], g_i: Tensor, *a_i: Tensor) -> dict[str, Tensor]:
+
+def _generic_terms(
+    layer: _Layer,
+    calls: Sequence[_Call],
+    params: Mapping[str, Tensor],
+    k: int,
+    batch: int,
+    inner: Mapping[str, Tensor] | None = None,
+) -> tuple[Tensor, Finisher]:
+    """Per-example gradients of the module's own parameters by ``vmap`` of ``vjp`` (materialised, this layer only).
+
+    ``inner``: the stacked values of the parameters of the module's submodules (K, ...), held fixed: a module with
+    parameters of its own and child layers (or a model with a bare parameter) runs with model k's children.
+    """
+    module = layer.module
+    rest = dict(inner or {})
+
+    def one(p: dict[str, Tensor], r: dict[str, Tensor], g_i: Tensor, *a_i: Tensor) -> dict[str, Tensor]:
         def f(q: dict[str, Tensor]) -> Tensor:
-            return functional_call(module, q, tuple(t.unsqueeze(0) for t in a_i))
+            return functional_call(module, {**r, **q}, tuple(t.unsqueeze(0) for t in a_i))
 
         pullback = vjp(f, p)[1]
         grads: dict[str, Tensor] = pullback(g_i.unsqueeze(0))[0]
@@ -624,9 +642,9 @@ def _generic_terms(
     for call in calls:
         assert call.grad is not None
         n_in = len(call.inputs)
-        over_examples = vmap(one, in_dims=(None, 0, *([0] * n_in)))
-        over_models = vmap(over_examples, in_dims=(0, 0, *([0] * n_in)))
-        grads = over_models(dict(params), call.grad, *call.inputs)
+        over_examples = vmap(one, in_dims=(None, None, 0, *([0] * n_in)))
+        over_models = vmap(over_examples, in_dims=(0, 0, 0, *([0] * n_in)))
+        grads = over_models(dict(params), rest, call.grad, *call.inputs)
         for name in layer.names:
             per_example[name] = grads[name] if name not in per_example else per_example[name] + grads[name]
     n2 = per_example[layer.names[0]].new_zeros((k, batch))

@@ -176,6 +176,7 @@ def check_model(path: str, input_shape: tuple[int, ...], n_classes: int, m: int 
     if not isinstance(out, Tensor) or tuple(out.shape) != (2, n_classes):
         got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
         raise ValueError(f"model {path!r} must map (B, *{input_shape}) to logits (B, {n_classes}), got {got}.")
+    _check_one_step(path, model, input_shape)
     first, second = (torch.cat([p.detach().reshape(-1) for _, p in trainable_parameters(b)]) for b in built)
     if not torch.equal(first, second):
         raise ValueError(
@@ -206,6 +207,19 @@ def check_model(path: str, input_shape: tuple[int, ...], n_classes: int, m: int 
             stacklevel=2,
         )
     return size
+
+
+def _check_one_step(path: str, model: nn.Module, input_shape: tuple[int, ...]) -> None:
+    """One clipped-gradient computation on a batch of two zero examples (label 0), with the clipping's hooks on:
+    a layer they cannot take (one returning a tuple, called with keywords) is refused now, not in every trial.
+    It computes no update: the model is unchanged."""
+    from privgame.mechanisms.dpsgd.clipping import clipped_gradient_sum, cross_entropy
+
+    x = torch.zeros((2, *input_shape), dtype=torch.float64)
+    try:
+        clipped_gradient_sum(model, cross_entropy, x, torch.zeros(2, dtype=torch.long), 1.0)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"model {path!r} cannot be clipped per example: {one_line(exc)}.") from None
 
 
 def reserved_coordinates(n_coordinates: int, m: int, rng: np.random.Generator) -> Tensor:

@@ -37,6 +37,32 @@ def _layer_norm_model(generator: torch.Generator) -> nn.Module:
     return model
 
 
+class _GatedBlock(nn.Module):
+    """A module with a parameter of its own AND a child layer with parameters: its per-example path re-runs the
+    child, which must be model k's in an ensemble."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        super().__init__()
+        self.inner = mlp([6, 5], generator=generator, dtype=F64)
+        self.gate = nn.Parameter(torch.rand(5, generator=generator, dtype=F64) + 0.5)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.tanh(self.inner(x)) * self.gate
+
+
+class _BareParameter(nn.Module):
+    """A model with a bare parameter used in forward (the top level has a parameter of its own)."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        super().__init__()
+        self.block = _GatedBlock(generator)
+        self.head = mlp([5, 3], generator=generator, dtype=F64)
+        self.shift = nn.Parameter(0.1 * torch.randn(3, generator=generator, dtype=F64))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(self.block(x)) + self.shift
+
+
 def _cnn(generator: torch.Generator) -> nn.Module:
     return digits_cnn(generator=generator, channels=(3, 4), dtype=F64)
 
@@ -62,8 +88,8 @@ def _separate_and_ensemble(
 
 @pytest.mark.parametrize(
     ("make", "d", "classes", "n", "steps"),
-    [(_mlp, 6, 3, 80, 25), (_layer_norm_model, 6, 3, 40, 10), (_cnn, 64, 10, 30, 5)],
-    ids=["mlp", "layernorm-fallback", "cnn"],
+    [(_mlp, 6, 3, 80, 25), (_layer_norm_model, 6, 3, 40, 10), (_cnn, 64, 10, 30, 5), (_BareParameter, 6, 3, 40, 6)],
+    ids=["mlp", "layernorm-fallback", "cnn", "own-parameter-and-children"],
 )
 def test_ensemble_of_three_equals_three_separate_runs(make, d: int, classes: int, n: int, steps: int) -> None:
     x, y = _data(n, d, classes)

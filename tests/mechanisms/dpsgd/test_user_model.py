@@ -56,6 +56,7 @@ def test_a_factory_that_cannot_be_imported_is_refused_when_the_mechanism_is_buil
         ("torch_factories:not_a_module", "must return a torch.nn.Module, got str"),
         ("torch_factories:frozen", "must have at least one trainable parameter, got none"),
         ("torch_factories:with_batchnorm", "cannot be clipped per example"),
+        ("torch_factories:attention", r"clipped per example: TypeError: module 'attention' must return one tensor"),
         ("torch_factories:wrong_output", r"must map \(B, \*\(64,\)\) to logits \(B, 10\), got \(2, 11\)"),
         ("torch_factories:global_rng", "must draw its initial weights from the generator"),
     ],

@@ -158,6 +158,30 @@ def with_batchnorm(input_shape: tuple[int, ...], n_classes: int, *, generator: t
     return model
 
 
+class _Attending(nn.Module):
+    """Self-attention over the features as a sequence of one: nn.MultiheadAttention returns a tuple."""
+
+    def __init__(self, d: int, n_classes: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.embed = init_parameters(nn.Linear(d, 8), generator=generator)
+        self.attention = nn.MultiheadAttention(8, 2, batch_first=True)
+        with torch.no_grad():
+            self.attention.in_proj_weight.uniform_(-0.3, 0.3, generator=generator)
+            self.attention.in_proj_bias.zero_()
+        init_parameters(self.attention.out_proj, generator=generator)
+        self.head = init_parameters(nn.Linear(8, n_classes), generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.embed(x).unsqueeze(1)
+        out, _ = self.attention(h, h, h)
+        return self.head(out.squeeze(1))
+
+
+def attention(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
+    """A layer whose forward returns a tuple (nn.MultiheadAttention): the clipping's hooks cannot take it."""
+    return _Attending(input_shape[0], n_classes, generator)
+
+
 def wrong_output(input_shape: tuple[int, ...], n_classes: int, *, generator: torch.Generator) -> nn.Module:
     """Logits of the wrong width."""
     return init_parameters(nn.Linear(input_shape[0], n_classes + 1), generator=generator)

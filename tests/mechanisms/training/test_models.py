@@ -377,6 +377,7 @@ PARAMETER_CHANGES: dict[str, list[dict[str, Any]]] = {
         {"activation": "elu"},
         {"device": "auto"},
         {"model": f"{__name__}:_linear_factory", "hidden": (64,)},  # a factory replaces the MLP of hidden
+        {"loop": "privgame"},  # a training loop replaces the engine's batched training
     ],
     "gradient-boosted-trees": [
         {"max_iter": 6},
