@@ -120,6 +120,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
             clip_norm=self.clip_norm,
             learning_rate=self.learning_rate,
             momentum=self.momentum,
+            device=self.device,
             loop=self.loop,
             **network,
         )

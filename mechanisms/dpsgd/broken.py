@@ -174,6 +174,7 @@ class DPSGDBroken(DPSGDWhiteBox):
             gens = [make_generator(int(s.integers(2**63)), "cpu") for s in streams]
             scale = self.sigma * self.clip_norm
             noise = torch.stack([torch.randn(size, generator=g, dtype=torch.float64) for g in gens]) * scale
+            noise = noise.to(coords.device)  # drawn on the CPU (the same vector on every device), added where trained
         return _BrokenHooks(
             params, coords, batch, noise, watch=self.statistic == "step_changes", momentum=self.momentum
         )
@@ -238,4 +239,4 @@ class _BrokenHooks(ReleaseHooks):
         # the public momentum μ undone: d_t = μ·d_{t−1} + g_t, so lr·g_t = u_t − μ·u_{t−1} (d_0 = 0)
         grads = torch.cat([steps[:1], steps[1:] - self._momentum * steps[:-1]])
         changes = (grads[1:] - grads[:-1]).abs().sum(0)  # Σ_t |g_t − g_{t−1}|, up to the factor lr
-        return [row.numpy().copy() for row in changes]
+        return [row.numpy().copy() for row in changes.cpu()]

@@ -17,7 +17,7 @@ from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
 from privgame.mechanisms.dpsgd.sgd import train_ensemble
 from privgame.mechanisms.dpsgd.user_model import ModelFactory, check_model, is_import_path
 from privgame.mechanisms.training.data import TrainingData
-from privgame.mechanisms.training.models import TrainedModel, check_device, torch_generators
+from privgame.mechanisms.training.models import TrainedModel, torch_generators
 from privgame.mechanisms.training.network import network_release
 from privgame.mechanisms.training.release import ACTIVATIONS, ModelRelease, ModuleRelease
 
@@ -116,13 +116,11 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
     learning_rate: float = 0.1
     hidden: tuple[int, ...] = _HIDDEN
     activation: str = "relu"
-    device: str = "cpu"
     model: str | None = None
     loop: str | None = None
 
     def __post_init__(self) -> None:
-        DPSGDParameters.__post_init__(self)
-        check_device(self.device)
+        DPSGDParameters.__post_init__(self)  # checks device too
         if self.loop is not None:
             from privgame.mechanisms.dpsgd.loop import TrainingLoop
 

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 import torch
 
-__all__ = ["check_generator", "make_generator", "resolve_device"]
+__all__ = ["check_generator", "make_generator", "resolve_device", "same_device"]
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -84,10 +84,21 @@ def make_generator(seed: int | np.random.SeedSequence, device: str | torch.devic
     return generator
 
 
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """Whether two devices are the same one: type and index, a CUDA device without an index being the current one
+    (``cuda`` and ``cuda:0`` agree when device 0 is current; ``cuda:0`` and ``cuda:1`` never do)."""
+    if a.type != b.type:
+        return False
+    if a.type != "cuda" or a.index == b.index:
+        return True
+    current = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    return (current if a.index is None else a.index) == (current if b.index is None else b.index)
+
+
 def check_generator(name: str, generator: object, device: torch.device) -> torch.Generator:
-    """Check that ``generator`` is a ``torch.Generator`` on the device type of ``device``."""
+    """Check that ``generator`` is a ``torch.Generator`` on ``device`` itself (type and index: :func:`same_device`)."""
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"{name} must be a torch.Generator, got {generator!r}.")
-    if generator.device.type != device.type:
+    if not same_device(generator.device, device):
         raise ValueError(f"{name} must live on the training device ({device}), got a generator on {generator.device}.")
     return generator

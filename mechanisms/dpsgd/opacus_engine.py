@@ -147,9 +147,10 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
             layer=self.canary_layer,
             positions=self.canary_positions,
         )
-        init_gen, train_gen, _, _ = _generators(rng)
-        model = rows.model(self._build_model(data.rows.x.shape[1], data.rows.n_classes, init_gen))
-        x, y = rows.tensors()
+        device = self.torch_device
+        init_gen, train_gen, _, _ = _generators(rng, device)
+        model = rows.model(self._build_model(data.rows.x.shape[1], data.rows.n_classes, init_gen).to(device))
+        x, y = (t.to(device) for t in rows.tensors())
         before = model.coordinates()
         run = LoopRun(
             model=model,

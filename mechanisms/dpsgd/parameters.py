@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from privgame.analysis._checks import check_int, check_real
 from privgame.analysis.accounting import PrivacyClaim, dpsgd_claim, dpsgd_noise_multiplier, sampled_probability
 from privgame.mechanisms._base import Mechanism
 from privgame.mechanisms.dpsgd.sgd import NORMALISATIONS, DPSGDConfig, check_normalisation
+from privgame.mechanisms.training.models import check_device
 
 __all__ = ["DPSGDParameters"]
 
@@ -41,6 +42,10 @@ class DPSGDParameters(Mechanism):
         What the noisy gradient sum is divided by (:class:`privgame.mechanisms.dpsgd.sgd.DPSGDConfig`): the expected
         batch size qN, nothing, or the realised batch size.  The first two claim DP-SGD's PLD under add/remove-one; the
         realised one claims nothing (:meth:`privacy_claim` is ``None``, :meth:`claim_caveat` says why).
+    device : {"cpu", "auto", "cuda", "cuda:<index>"}, default="cpu"
+        Where the release trains (:func:`privgame.mechanisms.training.models.check_device`: a CUDA device this
+        machine lacks is refused when the config is read).  Releases are reproducible on one device type; the CPU
+        and CUDA generators are different algorithms, so the draws differ between them.
     """
 
     epsilon: float | None = None
@@ -52,6 +57,7 @@ class DPSGDParameters(Mechanism):
     learning_rate: float = 0.5
     momentum: float = 0.0
     normalisation: str = "expected"
+    device: str = "cpu"
     # derived from the parameters (equality and hashing ignore it); set on first use of `sigma`, and pickled
     # with the mechanism, so workers receive the σ the parent calibrated
     _sigma: float | None = field(init=False, default=None, repr=False, compare=False)
@@ -64,6 +70,7 @@ class DPSGDParameters(Mechanism):
         check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
         check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
         check_normalisation(self.normalisation)
+        check_device(self.device)
         if (self.epsilon is None) == (self.noise_multiplier is None):
             raise ValueError(
                 f"exactly one of epsilon and noise_multiplier must be given, got epsilon={self.epsilon!r}, "
@@ -101,7 +108,7 @@ class DPSGDParameters(Mechanism):
         return {} if self.epsilon is None else {"sigma": self.sigma}
 
     def training_config(self, dataset_size: int | None = None) -> DPSGDConfig:
-        """The DP-SGD configuration of one release (on the CPU; ``dataset_size`` the public N of qN)."""
+        """The DP-SGD configuration of one release (on :attr:`device`; ``dataset_size`` the public N of qN)."""
         return DPSGDConfig(
             sampling_rate=self.sampling_rate,
             noise_multiplier=self.sigma,
@@ -109,10 +116,17 @@ class DPSGDParameters(Mechanism):
             steps=self.steps,
             learning_rate=self.learning_rate,
             momentum=self.momentum,
-            device="cpu",
+            device=str(self.torch_device),
             dataset_size=dataset_size,
             normalisation=self.normalisation,
         )
+
+    @property
+    def torch_device(self) -> Any:
+        """:attr:`device` resolved (``"auto"``: CUDA when available, else the CPU), a ``torch.device``."""
+        from privgame.mechanisms.dpsgd.devices import resolve_device
+
+        return resolve_device(self.device)
 
     def claim_caveat(self) -> str | None:
         """Why these parameters claim nothing (the normalisation has no established analysis), or ``None``."""

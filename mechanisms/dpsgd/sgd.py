@@ -94,7 +94,8 @@ class DPSGDConfig:
     weight_decay : float, default=0.0
         ``>= 0``, added as ``weight_decay · θ`` to the noisy gradient (as ``torch.optim.SGD``).
     device : str, default="auto"
-        Where to train: ``"auto"`` (CUDA when available, the CPU otherwise), ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
+        Where to train: ``"auto"`` (where the run's generator lives: :func:`make_generator` puts it on CUDA when
+        asked for ``"auto"`` and CUDA is available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
     dataset_size : int or None, default=None
         The public N of the divisor qN.  ``None`` uses the number of rows trained on; give it when that number
         depends on private data (e.g. canaries included by membership), so that the scaling reveals nothing.
@@ -283,7 +284,7 @@ def train(
     ``config.privacy_claim()`` (T Poisson-subsampled Gaussian steps, ``dp_accounting``).  The empty batch is an
     ordinary step: the clipped sum is zero and the noise is added as always.
     """
-    device = _prepare(config)
+    device = _prepare(config, [generator])
     check_generator("generator", generator, device)
     model.to(device)
     xs, ys = _as_tensors(x, y, model, device)
@@ -386,10 +387,10 @@ def train_ensemble(
     interact, and a padded row's clipping factor is set to 0).  Clipped sums come from the same per-layer
     formulas as :func:`train`, with a model axis.  Each model is DP-SGD with ``config.privacy_claim()``.
     """
-    device = _prepare(config)
     gens = list(generators)
     if not gens:
         raise ValueError("generators must hold at least one torch.Generator, got an empty sequence.")
+    device = _prepare(config, gens)
     for i, g in enumerate(gens):
         check_generator(f"generators[{i}]", g, device)
     if isinstance(make_model, nn.Module):
@@ -472,9 +473,13 @@ def train_ensemble(
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def _prepare(config: DPSGDConfig) -> torch.device:
+def _prepare(config: DPSGDConfig, generators: Sequence[Any]) -> torch.device:
+    """The training device: ``config.device``; ``"auto"`` trains where the (first) generator lives, so a CPU
+    generator trains on the CPU on any machine and ``make_generator(seed, "auto")`` picks CUDA when present."""
     if not isinstance(config, DPSGDConfig):
         raise TypeError(f"config must be a DPSGDConfig, got {config!r}.")
+    if config.device == "auto" and generators and isinstance(generators[0], torch.Generator):
+        return generators[0].device
     return resolve_device(config.device)
 
 

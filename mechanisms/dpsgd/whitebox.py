@@ -3,12 +3,14 @@
 The model trains on the rows the game gives it (:class:`privgame.mechanisms.training.canaries.CanaryData`: the
 membership bits and the real training rows); it loads no data set of its own.
 
-Canary i is a gradient that is zero except C at one coordinate c_i of the flattened parameter vector (m canaries
-on m distinct coordinates).  A member canary (S_i = 1) is inserted as an already-clipped example: each step it is
-sampled with probability q, like every training example, and when sampled its gradient is added to the clipped
-sum before the noise.  The release is, per canary, Σ_t (θ_t − θ_{t+1})[c_i]: how far training descended along
-the canary's coordinate, larger for members.  The sum telescopes to (θ_0 − θ_T)[c_i], so only the m canary
-coordinates before and after training are read: no per-step recording is needed.
+Canary i is a gradient that is zero except ``canary_scale`` · C (4C) at one coordinate c_i of the flattened
+parameter vector (m canaries on m distinct coordinates).  A member canary (S_i = 1) is an example of the step: each
+step it is sampled with probability q, like every training example, and when sampled its RAW gradient is handed to
+the step's clipping function together with the batch's norms (:class:`privgame.mechanisms.dpsgd.sgd.DiracExamples`),
+which brings it to C, and the clipped gradient joins the clipped sum before the noise.  A wrong clipping function
+lets more through, and the release shows it.  The release is, per canary, Σ_t (θ_t − θ_{t+1})[c_i]: how far
+training descended along the canary's coordinate, larger for members.  The sum telescopes to (θ_0 − θ_T)[c_i],
+so only the m canary coordinates before and after training are read: no per-step recording is needed.
 
 Two constructions of the same release (``canary_layout``): ``"dense"`` puts the canaries' coordinates in the model
 (first-layer weights of ⌈m / width⌉ extra input features that are 0 for every real example); ``"separate"`` trains
@@ -77,9 +79,13 @@ def reserved_problem(m: int, model: str, features: int, classes: int, *, hint: s
 _Streams = tuple[torch.Generator, torch.Generator, torch.Generator, np.random.Generator]
 
 
-def _generators(rng: np.random.Generator) -> _Streams:
+def _generators(rng: np.random.Generator, device: Any = "cpu", canary_device: Any = None) -> _Streams:
     """A release's four streams (initialisation, training, canary sampling, and the separate layout's canary
     coordinates or the reserved layout's choice of them), from the release's rng.
+
+    The initialisation stream is on the CPU whatever the device (the model is built there and moved, so θ_0 is
+    the same on every device), the training stream on ``device``, the canary stream on ``canary_device`` (default
+    ``device``: the step draws the canaries' Poisson samples where it trains, with no transfer per step).
 
     The i-th child of ``SeedSequence.spawn`` depends on i alone, so the first three are the streams the dense
     layout drew before the fourth existed: its releases are unchanged, and it never touches the fourth.  The
@@ -87,7 +93,9 @@ def _generators(rng: np.random.Generator) -> _Streams:
     normals: 9.6 ms and 14.6 ms), and the separate layout draws m of them per step.
     """
     seeds = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(4)
-    init_gen, train_gen, canary_gen = (make_generator(s, "cpu") for s in seeds[:3])
+    init_gen = make_generator(seeds[0], "cpu")
+    train_gen = make_generator(seeds[1], device)
+    canary_gen = make_generator(seeds[2], device if canary_device is None else canary_device)
     return init_gen, train_gen, canary_gen, np.random.default_rng(seeds[3])
 
 
@@ -192,7 +200,7 @@ class ReleaseHooks:
 
     def release(self, before: Tensor, after: Tensor) -> list[NDArray[np.float64]]:
         """Per run (rows of (K, m) coordinates before and after training), the released per-canary values."""
-        return [row.numpy().copy() for row in before - after]
+        return [row.numpy().copy() for row in (before - after).cpu()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,18 +333,20 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         """Train once with the member canaries; return each canary's summed descent along its coordinate."""
         data = as_canary_data("data", data)
         members = torch.as_tensor(data.membership)
-        if self.canary_layout == "separate":
+        device = self.torch_device
+        if self.canary_layout == "separate":  # the canary recursion on the CPU: the release is device-independent
             plain = self._plain_setup(data.rows, data.m)
-            init_gen, train_gen, canary_gen, coordinate_gen = _generators(rng)
+            init_gen, train_gen, canary_gen, coordinate_gen = _generators(rng, device, "cpu")
             config = self.training_config()
             train(self._build_model(plain, init_gen), plain.x, plain.y, config, generator=train_gen)
             return self._separate_descent(plain, members, canary_gen, coordinate_gen, config)
         reserved = self.canary_layout == "reserved"
         setup = self._plain_setup(data.rows, data.m) if reserved else self._setup(data.rows, data.m)
-        init_gen, train_gen, canary_gen, choice_gen = _generators(rng)
-        model = self._build_model(setup, init_gen)
+        init_gen, train_gen, canary_gen, choice_gen = _generators(rng, device)
+        model = self._build_model(setup, init_gen).to(device)
         params = [p for _, p in trainable_parameters(model)]
-        coords = reserved_coordinates(sum(p.numel() for p in params), setup.m, choice_gen) if reserved else setup.coords
+        chosen = reserved_coordinates(sum(p.numel() for p in params), setup.m, choice_gen) if reserved else setup.coords
+        coords, members = chosen.to(device), members.to(device)
 
         hooks = self._hooks(params, coords, None, choice_gen)
 
@@ -344,7 +354,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             sampled = poisson_mask(setup.m, self.sampling_rate, canary_gen) & members
             return DiracExamples(coords, self._canary_values(sampled), hooks.added(step))
 
-        frozen = reserved_masks(coords, params) if reserved else None
+        frozen = reserved_masks(chosen, params) if reserved else None
         before = _flat(params)[coords]
         train(
             model,
@@ -365,9 +375,11 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
         if len(data) == 0:
             return []
         first, bits = stack_canary_runs(data)
-        gens = [_generators(r) for r in rngs]
+        device = self.torch_device
+        separate = self.canary_layout == "separate"
+        gens = [_generators(r, device, "cpu" if separate else None) for r in rngs]
         members = torch.as_tensor(bits)
-        if self.canary_layout == "separate":
+        if separate:
             plain = self._plain_setup(first.rows, first.m)
             config = self.training_config()
             plain_models = [self._build_model(plain, init) for init, _, _, _ in gens]
@@ -379,16 +391,17 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             ]
         reserved = self.canary_layout == "reserved"
         setup = self._plain_setup(first.rows, first.m) if reserved else self._setup(first.rows, first.m)
-        models = [self._build_model(setup, init) for init, _, _, _ in gens]
+        models = [self._build_model(setup, init).to(device) for init, _, _, _ in gens]
         template = [p for _, p in trainable_parameters(models[0])]
         k = len(models)
         size = sum(p.numel() for p in template)
         # (K, m): each run's own coordinates (reserved: drawn from its own stream) in the flattened parameters
-        coords = (
+        chosen = (
             torch.stack([reserved_coordinates(size, setup.m, choice) for _, _, _, choice in gens])
             if reserved
             else setup.coords.expand(k, -1)
         )
+        coords, members = chosen.to(device), members.to(device)
 
         hooks = self._hooks(template, coords, k, *(choice for _, _, _, choice in gens))
 
@@ -400,7 +413,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
             rows = [_flat([p for _, p in trainable_parameters(m)]) for m in models]
             return torch.stack(rows).gather(1, coords)
 
-        frozen = reserved_masks(coords, template, lead=(k,)) if reserved else None
+        frozen = reserved_masks(chosen, template, lead=(k,)) if reserved else None
         before = coordinates()
         train_ensemble(
             models,
