@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -88,6 +88,12 @@ def config(bug: str, version: str, reps: int) -> dict[str, Any]:
     }
 
 
+def fail(message: str) -> NoReturn:
+    """One line on stderr, exit status 2 (a version that cannot be installed, an audit that failed)."""
+    print(f"released_bugs: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def install(version: str) -> Path:
     """The folder holding Opacus ``version`` as released, installed once (no dependencies: the venv's torch)."""
     target = ENVS / f"opacus-{version}"
@@ -103,7 +109,7 @@ def install(version: str) -> Path:
     )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise SystemExit(f"released_bugs: cannot install opacus=={version}: {last}")
+        fail(f"cannot install opacus=={version} from the package index: {' '.join(last.split())}")
     marker.write_text(version + "\n")
     return target
 
@@ -115,7 +121,7 @@ def worker(bug: str, version: str, reps: int, out: Path, n_jobs: int) -> dict[st
     import privgame
 
     if opacus.__version__ != version:
-        raise SystemExit(f"released_bugs: this process imports opacus {opacus.__version__}, expected {version}")
+        fail(f"this process imports opacus {opacus.__version__}, expected {version}")
     start = time.perf_counter()
     with privgame.run(config(bug, version, reps), out, n_jobs=n_jobs, progress=False, cache=False) as results:
         trials = results.trials()
@@ -159,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             done = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True)
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["failed"])[-1]
-                raise SystemExit(f"released_bugs: the audit of opacus {version} ({bug}) failed: {last}")
+                fail(f"the audit of opacus {version} ({bug}) failed: {' '.join(last.split())}")
             row = {"bug": bug, "library": "opacus", "kind": kind, "what": BUGS[bug]["bug"]}
             row |= json.loads(done.stdout.strip().splitlines()[-1])
             rows.append(row)
