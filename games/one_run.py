@@ -92,7 +92,9 @@ class OneRunGame(Game):
         reason = Game.incompatibility(self, mechanism, attack)  # zero-argument super() fails in slotted dataclasses
         if reason is not None:
             return reason
-        return canary_incompatibility(self.name, mechanism, data=self.data, canary=self.canary, m=self.m)
+        return canary_incompatibility(
+            self.name, mechanism, data=self.data, canary=self.canary, m=self.m, rows=self.train_rows
+        )
 
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         """m membership bits, scores, guesses and the sort of the audit (about 64 bytes per canary), plus one

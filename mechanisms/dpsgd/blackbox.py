@@ -95,7 +95,7 @@ class DPSGDBlackBox(DPSGDParameters, CanaryMechanism):
         if self.model is None:
             object.__setattr__(self, "hidden", trainer.hidden)
 
-    def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
+    def canary_problem(self, m: int, *, features: int, classes: int, rows: int | None = None) -> str | None:
         """A user model's contract (:func:`privgame.mechanisms.dpsgd.user_model.check_model`) on the game's rows of
         ``features`` features and ``classes`` classes; ``None`` when it holds (or the network is built in).  The
         canaries are examples: no coordinate of the model is reserved for them (m plays no part)."""

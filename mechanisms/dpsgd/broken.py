@@ -122,6 +122,11 @@ class DPSGDBroken(DPSGDWhiteBox):
             )
         if not isinstance(self.flaw, str) or self.flaw not in FLAWS:
             raise ValueError(f"flaw must be one of {', '.join(FLAWS)}, got {self.flaw!r}.")
+        if self.flaw in ("unclipped", "clip_mismatch") and self.canary_scale <= 1.0:
+            raise ValueError(
+                f"canary_scale must be above 1 for flaw {self.flaw!r} (a canary within the bound is clipped by no "
+                f"clipping function: the flaw would not show), got {self.canary_scale}."
+            )
         if not isinstance(self.score, str) or self.score not in SCORES:
             raise ValueError(f"score must be one of {', '.join(SCORES)}, got {self.score!r}.")
         if self.canary_layout == "separate":

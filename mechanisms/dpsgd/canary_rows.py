@@ -35,8 +35,9 @@ here, instead of ‖Σ_t g_t‖ = v).
 
 What it cannot see: a flaw confined to a layer type other than the canary layer's, or to the real model's
 gradients only (a clipping that skips some of the model's layers but clips the canary layer).  The canary layer
-takes part in every per-example norm, so a clipping bound, a noise scale, a sampling rate or a normalisation that
-is wrong for every example is seen.
+takes part in every per-example norm, so a clipping bound, a noise scale or a sampling rate that is wrong for
+every example is seen.  A divisor by the realised batch size is not: the N + m rows and the number of canary rows
+sampled do not depend on the membership (docs/dpsgd_variants.md audits that channel by the update's norm).
 """
 
 from __future__ import annotations
@@ -167,7 +168,16 @@ class CanaryRows:
         return torch.cat([real, canary]), labels
 
     def model(self, model: nn.Module) -> CanaryModel:
-        """``model`` beside the canary layer (θ_c = 0), on ``model``'s device."""
-        device = next(iter(model.parameters())).device
+        """``model`` beside the canary layer (θ_c = 0), on ``model``'s device; the rows (:meth:`tensors`) must be in
+        the model's dtype (``dtype``).
+
+        Raises
+        ------
+        ValueError
+            If the model's floating parameters are not in ``dtype``."""
+        first = next(iter(model.parameters()))
+        device = first.device
+        if first.is_floating_point() and first.dtype != self.dtype:
+            raise ValueError(f"dtype must be the model's ({first.dtype}) for its canary rows, got {self.dtype}.")
         values = torch.as_tensor(np.asarray(self.membership, dtype=bool)).to(self.dtype) * self.raw
         return CanaryModel(model, values.to(device), 0 if self.layer == "weight" else self.positions)

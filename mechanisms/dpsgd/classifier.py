@@ -125,6 +125,12 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
             from privgame.mechanisms.dpsgd.loop import TrainingLoop
 
             TrainingLoop(self.loop)
+            if self.loop in ("opacus", "opacus-ghost"):
+                raise ValueError(
+                    f"loop must be 'privgame' or your own in black-box and record audits (loop {self.loop!r} "
+                    "samples at 1/len(loader) over the rows it is given, and here their number depends on the "
+                    f"membership; audit Opacus white-box: opacus-whitebox), got {self.loop!r}."
+                )
         if not isinstance(self.hidden, tuple | list):
             raise TypeError(f"hidden must be a list of layer widths, got {self.hidden!r}.")
         from privgame.analysis._checks import check_int

@@ -82,7 +82,11 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
     Neighbouring relation: add/remove one example (a canary); claim: DP-SGD's PLD at (q, σ, T).  The data set the
     loop trains on has N + m rows whatever the membership (a non-member canary row has a zero gradient), so a
     divisor qN' the loop uses reveals nothing.  Each canary is an independent channel
-    (:mod:`privgame.mechanisms.dpsgd.canary_rows`), so ``canary_dependence`` is None.  Memory and time: the canary
+    (:mod:`privgame.mechanisms.dpsgd.canary_rows`) IF the loop clips and noises each example and coordinate
+    separately, which privgame cannot check in a loop it does not run: the class declares the canaries dependent,
+    so the order-statistics bound needs ``allow_dependent_canaries`` (Steinke's and the f-DP bounds need no
+    independence).  ``opacus-whitebox`` (Opacus's own per-example clipping and per-coordinate noise) declares them
+    independent.  Memory and time: the canary
     layer sees a (B, m) input per batch, O(B·m); use ``dpsgd-whitebox``'s separate layout for 10⁶ canaries.
     """
 
@@ -90,7 +94,11 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
     input_kind: ClassVar[str] = "canary-dataset"
     release_kind: ClassVar[str] = "per-canary-values"
     canary_examples: ClassVar[bool] = False
-    canary_dependence: ClassVar[str | None] = None  # canary rows: see privgame.mechanisms.dpsgd.canary_rows
+    canary_dependence: ClassVar[str | None] = (
+        "a DP-SGD loop privgame does not run may couple the canary rows (a rescaling of the whole noisy update, a "
+        "learning rate driven by the loss), and nothing checks that it clips and noises each example and "
+        "coordinate separately"
+    )
 
     loop: str = "privgame"
     model: str = "logistic"
@@ -103,7 +111,7 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
         TrainingLoop(self.loop)
         if not isinstance(self.canary_layer, str) or self.canary_layer not in LAYERS:
             raise ValueError(f"canary_layer must be one of {', '.join(LAYERS)}, got {self.canary_layer!r}.")
-        check_int("canary_positions", self.canary_positions, low=1)
+        check_int("canary_positions", self.canary_positions, low=1, high=4096)
         if is_import_path(self.model):
             ModelFactory(self.model)
         elif self.model not in _MODELS:
@@ -125,9 +133,16 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
                     f"{self.sampling_rate}."
                 )
 
-    def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
-        """The user model's contract (no coordinate reserved: the canaries have a layer of their own); None when it
-        holds or the model is built in."""
+    def canary_problem(self, m: int, *, features: int, classes: int, rows: int | None = None) -> str | None:
+        """The user model's contract (no coordinate reserved: the canaries have a layer of their own), and for
+        Opacus's loops a sampling rate it can realise on the N + m rows; None when they hold."""
+        if self.loop in ("opacus", "opacus-ghost") and rows is not None:
+            if opacus_batch_size(rows + m, self.sampling_rate) is None:
+                return (
+                    f"sampling_rate must be 1/k for an integer k that Opacus realises on the {rows + m:,} rows "
+                    f"(train_rows = {rows:,} and m = {m:,} canary rows; its rate is 1/len(loader)), got "
+                    f"{self.sampling_rate} (change train_rows or m)"
+                )
         if not is_import_path(self.model):
             return None
         try:
@@ -182,7 +197,8 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
             width = classes if self.model == "logistic" else _HIDDEN
             size = (features + 1) * width + ((width + 1) * classes if self.model == "mlp" else 0)
         batch = max(1, math.ceil(self.sampling_rate * (rows + m)))
-        return 8 * (2 * (rows + m) * (features + 1) + (batch + 8) * (size + m) + 2 * batch * m)
+        positions = self.canary_positions if self.canary_layer == "sequence-bias" else 1  # (B, T, m) activations
+        return 8 * (2 * (rows + m) * (features + 1) + (batch + 8) * (size + m) + 4 * batch * positions * m)
 
     def _build_model(self, features: int, classes: int, generator: torch.Generator) -> nn.Module:
         if is_import_path(self.model):
@@ -206,6 +222,8 @@ class OpacusWhiteBox(LoopWhiteBox):
     """
 
     name: ClassVar[str] = "opacus-whitebox"
+    # Opacus clips each example and noises each coordinate itself: each canary row is an independent channel
+    canary_dependence: ClassVar[str | None] = None
 
     grad_sample_mode: str = "hooks"
 
@@ -215,7 +233,10 @@ class OpacusWhiteBox(LoopWhiteBox):
                 f"grad_sample_mode must be one of {', '.join(_GRAD_SAMPLE_MODES)}, got {self.grad_sample_mode!r}."
             )
         if self.loop not in ("privgame", _GRAD_SAMPLE_MODES[self.grad_sample_mode]):
-            raise ValueError(f"loop is Opacus's for opacus-whitebox (use dpsgd-loop for another), got {self.loop!r}.")
+            raise ValueError(
+                f"loop must be left out for opacus-whitebox (grad_sample_mode {self.grad_sample_mode!r} chooses "
+                f"Opacus's loop; dpsgd-loop takes any loop), got {self.loop!r}."
+            )
         _opacus()
         object.__setattr__(self, "loop", _GRAD_SAMPLE_MODES[self.grad_sample_mode])
         LoopWhiteBox.__post_init__(self)

@@ -170,20 +170,6 @@ class _Setup:
     fan_in: int
 
 
-def _place(coords: Tensor, values: Tensor, params: Sequence[Tensor], batch: int | None = None) -> list[Tensor]:
-    """``values`` (m,) or (K, m) at the flattened coordinates ``coords`` ((m,), or (K, m) one row per model) of a
-    zero vector as long as the parameters, split into per-parameter tensors."""
-    sizes = [p.numel() for p in params]
-    lead = () if batch is None else (batch,)
-    vector = torch.zeros((*lead, sum(sizes)), dtype=torch.float64)
-    if coords.dim() == 1:
-        vector[..., coords] = values
-    else:
-        vector.scatter_(-1, coords, values)
-    chunks = vector.split(sizes, dim=-1)
-    return [chunk.reshape(*lead, *p.shape) for chunk, p in zip(chunks, params, strict=True)]
-
-
 class ReleaseHooks:
     """A white-box release's hooks into training: gradients added after the clipping, a per-step watch, the score.
 
@@ -315,7 +301,7 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
                 "'reserved', got 'separate'."
             )
 
-    def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
+    def canary_problem(self, m: int, *, features: int, classes: int, rows: int | None = None) -> str | None:
         """A user model's contract (:func:`privgame.mechanisms.dpsgd.user_model.check_model`) on the game's rows, with m
         reserved coordinates in the reserved layout (a built-in model's coordinates counted from its shape);
         ``None`` when it holds."""

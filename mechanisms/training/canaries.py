@@ -270,9 +270,10 @@ class CanaryMechanism(Mechanism):
     input_kind: ClassVar[str] = "canary-dataset"
     canary_examples: ClassVar[bool]
 
-    def canary_problem(self, m: int, *, features: int, classes: int) -> str | None:
-        """Why this mechanism cannot run m canaries over rows of ``features`` features and ``classes`` classes
-        (one line, no final full stop), or ``None``; checked with the config, before any trial (default: None).
+    def canary_problem(self, m: int, *, features: int, classes: int, rows: int | None = None) -> str | None:
+        """Why this mechanism cannot run m canaries over ``rows`` real rows (None: not known) of ``features`` features
+        and ``classes`` classes (one line, no final full stop), or ``None``; checked with the config, before any
+        trial (default: None).
         A DP-SGD mechanism with a user's model checks the model here (:func:`privgame.mechanisms.dpsgd.user_model.
         check_model`)."""
         return None

@@ -69,7 +69,9 @@ def privgame_version() -> str:
         return "unknown"
 
 
-_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "numba", "pyarrow", "torch")
+# opacus: a loop or a mechanism that trains through Opacus computes what the installed version computes (its
+# released bugs differ: experiments/released_bugs.py)
+_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "numba", "pyarrow", "torch", "opacus")
 
 
 @cache

@@ -99,7 +99,7 @@ def check_canary_parameters(
 
 
 def canary_incompatibility(
-    game: str, mechanism: Mechanism, *, data: str | None, canary: str | None, m: int = 1
+    game: str, mechanism: Mechanism, *, data: str | None, canary: str | None, m: int = 1, rows: int | None = None
 ) -> str | None:
     """Why a canary game with ``data``, ``canary`` and m canaries cannot play ``mechanism``, or ``None`` if it can
     (the mechanism's own :meth:`privgame.mechanisms.training.canaries.CanaryMechanism.canary_problem` included)."""
@@ -135,7 +135,7 @@ def canary_incompatibility(
             f"be omitted for it, got {canary!r}"
         )
     _, features, classes = data_shape(data)
-    return mechanism.canary_problem(m, features=features, classes=classes)
+    return mechanism.canary_problem(m, features=features, classes=classes, rows=rows)
 
 
 def canary_trial_bytes(mechanism: Mechanism, m: int, *, data: str | None, train_rows: int) -> int:

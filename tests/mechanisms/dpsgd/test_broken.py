@@ -153,6 +153,7 @@ def test_same_seed_same_release_different_seed_different():
         ({"flaw": 3}, ValueError, "flaw must be one of"),
         ({"score": "loss"}, ValueError, "score must be one of auto, descent, step_changes, got 'loss'"),
         ({"canary_scale": 0.5}, ValueError, "canary_scale"),
+        ({"canary_scale": 1.0, "flaw": "clip_mismatch"}, ValueError, "canary_scale must be above 1 for flaw"),
         ({"canary_scale": float("nan")}, ValueError, "canary_scale"),
         ({"canary_layout": "separate"}, ValueError, "canary_layout must be 'dense' or 'reserved' for dpsgd-broken"),
         ({"normalisation": "realised"}, ValueError, "normalisation must stay 'expected' for dpsgd-broken"),

@@ -146,6 +146,7 @@ def test_a_loop_breaking_the_contract_is_one_line(monkeypatch, loop, message):
         ({"loop": 3}, "loop must be a string"),
         ({"canary_layer": "bias"}, "canary_layer must be one of weight, sequence-bias"),
         ({"canary_positions": 0}, "canary_positions"),
+        ({"canary_positions": 4097}, "canary_positions"),
         ({"canary_scale": 0.5}, "canary_scale"),
         ({"normalisation": "realised"}, "normalisation must be 'expected' for dpsgd-loop"),
     ],
@@ -171,3 +172,44 @@ def test_a_config_naming_a_missing_loop_exits_2_in_one_line(tmp_path, capsys):
 
 def test_training_loop_names_built_ins():
     assert TrainingLoop("privgame").function().__name__ == "privgame_loop"
+
+
+# ------------------------------------------------------------------------------- refused before any trial, one line
+@pytest.mark.parametrize("loop", ["opacus", "opacus-ghost"])
+def test_opacus_loops_are_refused_where_the_row_count_depends_on_membership(loop):
+    """Black-box and record audits hand a loop the rows included (the member canaries, the target): Opacus's loops
+    sample at 1/len(loader) over them, so its rate and divisor would follow the membership."""
+    with pytest.raises(ValueError, match=r"loop must be 'privgame' or your own in black-box and record audits") as info:
+        DPSGDBlackBox(noise_multiplier=1.0, hidden=(8,), loop=loop)
+    assert "\n" not in str(info.value)
+
+
+def test_a_row_count_opacus_cannot_sample_at_the_rate_is_refused_with_the_config(tmp_path, capsys):
+    pytest.importorskip("opacus")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[experiment]\nname = "l"\nseed = 1\nrepetitions = 1\n'
+        '[game]\nname = "one-run"\nm = 12\nk_pos = 2\nk_neg = 2\ndata = "digits"\ntrain_rows = 50\n'
+        '[mechanism]\nname = "opacus-whitebox"\nnoise_multiplier = 1.0\nsampling_rate = 0.1\nmodel = "mlp"\n'
+        '[attack]\nname = "identity"\n'
+    )
+    assert main(["run", str(config), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Opacus realises on the 62 rows" in err, err
+
+
+def test_canary_rows_must_be_in_the_models_dtype():
+    from privgame.mechanisms.dpsgd.canary_rows import CanaryRows
+    from privgame.mechanisms.dpsgd.models import mlp
+
+    rows = CanaryRows(np.zeros((3, 4)), np.zeros(3, dtype=int), np.ones(2, dtype=bool), 4.0)
+    with pytest.raises(ValueError, match=r"dtype must be the model's \(torch.float32\)"):
+        rows.model(mlp((4, 2), generator=torch.Generator()))
+
+
+def test_a_users_loop_declares_its_canaries_dependent_and_opacus_does_not():
+    """privgame cannot check that a loop it does not run clips and noises each example and coordinate apart: the
+    order-statistics bound needs allow_dependent_canaries for dpsgd-loop, not for opacus-whitebox."""
+    from privgame.mechanisms.dpsgd.opacus_engine import OpacusWhiteBox
+
+    assert LoopWhiteBox.canary_dependence is not None and OpacusWhiteBox.canary_dependence is None
