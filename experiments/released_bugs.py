@@ -18,6 +18,9 @@ The bugs (Opacus's tracker; found and reproduced in the issue "Audit the real co
   on such a bias (``canary_layer = "sequence-bias"``, T = 16), whose norm 4C is read as 16C²/16 = 1 at C = 1.
 * ``opacus-330``: ``DPOptimizer.step(closure)`` handed the closure to the wrapped optimizer, which reran it and
   stepped on the raw gradients (PR #330; 1.0.0 and 1.0.1): no clipping and no noise.
+* ``shuffled-as-poisson``: not a version's bug but a practice every Opacus 1.x allows without a warning:
+  ``poisson_sampling=False`` keeps a shuffling loader (each row once per epoch) while the accountant assumes Poisson
+  sampling at 1/len(loader) (Chua et al., ICML 2024); audited beside the same version's Poisson loop.
 
 Run: ``python experiments/released_bugs.py [--reps-buggy 5] [--reps-fixed 20] [--bugs opacus-664,...]
 [--out runs/released_bugs] [--n-jobs 2]``.  Each version's audit is a privgame results directory under ``--out``
@@ -64,14 +67,23 @@ BUGS: dict[str, dict[str, Any]] = {
         "bug": "step(closure) steps on the raw gradients (PR #330)",
         "mechanism": {"loop": "released_loops:closure", "clip_norm": 1.0},
     },
+    # not a bug of a version: a practice every Opacus 1.x allows (poisson_sampling=False, no warning), beside the
+    # same version's Poisson sampling
+    "shuffled-as-poisson": {
+        "buggy": "1.6.0",
+        "fixed": "1.6.0",
+        "bug": "shuffled batches accounted as Poisson sampling (poisson_sampling=False; Chua et al. 2024)",
+        "mechanism": {"loop": "released_loops:shuffled", "clip_norm": 1.0},
+        "fixed_mechanism": {"loop": "released_loops:hooks"},
+    },
 }
 ESTIMATORS = ("steinke", "fdp_pld", "order_stats_pld")
 
 
-def config(bug: str, version: str, reps: int) -> dict[str, Any]:
+def config(bug: str, version: str, reps: int, kind: str = "buggy") -> dict[str, Any]:
     """The audit of one version: the same game, claim and seeds for every version."""
     return {
-        "experiment": {"name": f"{bug}-{version}", "seed": 2026, "repetitions": reps},
+        "experiment": {"name": f"{bug}-{kind}-{version}", "seed": 2026, "repetitions": reps},
         "game": {"name": "one-run", "m": 1000, "k_pos": 100, "k_neg": 100, "data": "digits", "train_rows": 1000},
         "mechanism": {
             "name": "dpsgd-loop",
@@ -82,6 +94,7 @@ def config(bug: str, version: str, reps: int) -> dict[str, Any]:
             "steps": 100,
             "learning_rate": 0.5,
             **BUGS[bug]["mechanism"],
+            **(BUGS[bug].get("fixed_mechanism", {}) if kind == "fixed" else {}),
         },
         "attack": {"name": "identity"},
         # order statistics need independent canaries: Opacus clips each example and noises each coordinate itself
@@ -121,22 +134,25 @@ def install(version: str) -> Path:
     return target
 
 
-def worker(bug: str, version: str, reps: int, out: Path, n_jobs: int) -> dict[str, Any]:
+def worker(bug: str, kind: str, reps: int, out: Path, n_jobs: int) -> dict[str, Any]:
     """Audit one version in this process (which must import that version); the summary of its repetitions."""
     import opacus
 
     import privgame
 
+    version = BUGS[bug][kind]
     if opacus.__version__ != version:
         fail(f"this process imports opacus {opacus.__version__}, expected {version}")
     start = time.perf_counter()
-    with privgame.run(config(bug, version, reps), out, n_jobs=n_jobs, progress=False, cache=False) as results:
+    with privgame.run(config(bug, version, reps, kind), out, n_jobs=n_jobs, progress=False, cache=False) as results:
         trials = results.trials()
     seconds = time.perf_counter() - start
     claim = float(trials["epsilon_analytic"].iloc[0])
     row: dict[str, Any] = {"version": version, "claim": round(claim, 3), "reps": len(trials)}
     for est in ESTIMATORS:
-        lb = trials[f"{est}.epsilon_lb"].astype(float)
+        # the order-statistics column is named ..._dependent: its independence is asserted (config above)
+        column = next(c for c in (f"{est}.epsilon_lb", f"{est}_dependent.epsilon_lb") if c in trials)
+        lb = trials[column].astype(float)
         row[est] = {"median": round(float(lb.median()), 3), "refuted": int((lb > claim).sum())}
     row["seconds_per_audit"] = round(float(trials["seconds"].median()), 1)
     row["seconds"] = round(seconds, 1)
@@ -150,11 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps-fixed", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("runs/released_bugs"))
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--worker", nargs=3, metavar=("BUG", "VERSION", "REPS"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=3, metavar=("BUG", "KIND", "REPS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        bug, version, reps = args.worker
-        print(json.dumps(worker(bug, version, int(reps), args.out / f"{bug}-{version}", args.n_jobs)))
+        bug, kind, reps = args.worker
+        out = args.out / f"{bug}-{kind}-{BUGS[bug][kind]}"
+        print(json.dumps(worker(bug, kind, int(reps), out, args.n_jobs)))
         return 0
     bugs = [b.strip() for b in args.bugs.split(",") if b.strip()]
     unknown = [b for b in bugs if b not in BUGS]
@@ -167,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             env = install(version)
             reps = args.reps_buggy if kind == "buggy" else args.reps_fixed
             path = os.pathsep.join([str(env), str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])
-            cmd = [sys.executable, __file__, "--worker", bug, version, str(reps), "--out", str(args.out)]
+            cmd = [sys.executable, __file__, "--worker", bug, kind, str(reps), "--out", str(args.out)]
             cmd += ["--n-jobs", str(args.n_jobs)]
             done = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True)
             if done.returncode != 0:

@@ -14,6 +14,8 @@ holding one released Opacus.  The loops use only the public API of the installed
     calls it.
 ``hooks``
     Per-sample gradients by hooks, ``loss.backward(); optimizer.step()``.
+``shuffled``
+    ``hooks`` with ``poisson_sampling=False`` and a shuffling loader (each row once per epoch).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from privgame.mechanisms.dpsgd.loop import LoopRun, opacus_batch_size
 _MANUAL_GHOST = ("1.5", "1.5.0", "1.5.1", "1.5.2")
 
 
-def _setup(run: LoopRun, **extra: Any) -> tuple[Any, ...]:
+def _setup(run: LoopRun, *, shuffle: bool = False, **extra: Any) -> tuple[Any, ...]:
     """Opacus's ``make_private`` with Poisson sampling on the run's rows, with the arguments this version takes."""
     import opacus
 
@@ -40,7 +42,10 @@ def _setup(run: LoopRun, **extra: Any) -> tuple[Any, ...]:
         raise ValueError(f"sampling_rate must be 1/k for an integer k Opacus realises, got {run.sampling_rate}.")
     seeds = torch.randint(0, 2**62, (2,), generator=run.generator).tolist()
     loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(run.x, run.y), batch_size=batch, generator=make_generator(int(seeds[0]))
+        torch.utils.data.TensorDataset(run.x, run.y),
+        batch_size=batch,
+        shuffle=shuffle,
+        generator=make_generator(int(seeds[0])),
     )
     optimizer = torch.optim.SGD(run.model.parameters(), lr=run.learning_rate, momentum=run.momentum)
     engine = opacus.PrivacyEngine(accountant="rdp", secure_mode=False)
@@ -51,7 +56,7 @@ def _setup(run: LoopRun, **extra: Any) -> tuple[Any, ...]:
         "data_loader": loader,
         "noise_multiplier": run.noise_multiplier,
         "max_grad_norm": run.clip_norm,
-        "poisson_sampling": True,
+        "poisson_sampling": not shuffle,
         "noise_generator": make_generator(int(seeds[1])),
         **extra,
     }
@@ -112,10 +117,10 @@ def ghost(run: LoopRun) -> torch.nn.Module:
     return run.model
 
 
-def _hooks(run: LoopRun, *, closure: bool) -> torch.nn.Module:
+def _hooks(run: LoopRun, *, closure: bool, shuffle: bool = False) -> torch.nn.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model, optimizer, loader = _setup(run)[:3]
+        model, optimizer, loader = _setup(run, shuffle=shuffle)[:3]
         run.loss_fn.reduction = "mean"
 
         def step(xb: Any, yb: Any) -> None:
@@ -145,3 +150,9 @@ def hooks(run: LoopRun) -> torch.nn.Module:
 def closure(run: LoopRun) -> torch.nn.Module:
     """Opacus's per-sample gradients by hooks, ``optimizer.step(closure)`` (PyTorch Lightning's call)."""
     return _hooks(run, closure=True)
+
+
+def shuffled(run: LoopRun) -> torch.nn.Module:
+    """Opacus's hooks with ``poisson_sampling=False``: a shuffling loader (every row once per epoch, batches of
+    ⌊qN⌋ or ⌈qN⌉), accounted by Opacus as Poisson sampling at 1/len(loader)."""
+    return _hooks(run, closure=False, shuffle=True)

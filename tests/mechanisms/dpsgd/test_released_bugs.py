@@ -24,16 +24,20 @@ def _load() -> ModuleType:
 def test_every_version_is_audited_the_same_way_but_for_the_bugs_own_settings():
     script = _load()
     configs = {
-        (bug, kind): script.config(bug, script.BUGS[bug][kind], 5) for bug in script.BUGS for kind in ("buggy", "fixed")
+        (bug, kind): script.config(bug, script.BUGS[bug][kind], 5, kind)
+        for bug in script.BUGS
+        for kind in ("buggy", "fixed")
     }
     for config in configs.values():
         mech = config["mechanism"]
         assert mech["name"] == "dpsgd-loop" and mech["epsilon"] == 2.0 and mech["loop"].startswith("released_loops:")
         assert config["game"] == configs[("opacus-664", "buggy")]["game"]
         assert config["experiment"]["seed"] == 2026
-    for bug in script.BUGS:  # a bug's two versions differ in nothing but the version
+    for bug in script.BUGS:  # a bug's two versions differ in nothing but the version (or the declared loop)
         buggy, fixed = configs[(bug, "buggy")], configs[(bug, "fixed")]
-        assert buggy["mechanism"] == fixed["mechanism"] and buggy["game"] == fixed["game"]
+        assert {**buggy["mechanism"], **script.BUGS[bug].get("fixed_mechanism", {})} == fixed["mechanism"]
+        assert buggy["game"] == fixed["game"]
+        assert buggy["experiment"]["name"] != fixed["experiment"]["name"]  # two results directories
 
 
 def test_a_version_that_cannot_be_installed_is_one_line_with_exit_status_2(monkeypatch, tmp_path, capsys):
