@@ -33,6 +33,7 @@ Training (``privgame.mechanisms.dpsgd.sgd``)::
 
     DPSGDConfig(sampling_rate, noise_multiplier, clip_norm, steps, learning_rate, momentum=0.0,
                 weight_decay=0.0, device="auto")       # frozen, validated; .privacy_claim(), .expected_batch_size(N)
+        # device "auto": train where the run's generator lives (make_generator(seed, "auto"): CUDA when present)
     train(model, x, y, config, *, generator, loss_fn=cross_entropy, callback=None) -> model
         # callback(step, model, batch_mask) after each update; batch_mask: (N,) bool Poisson sample
     train_ensemble(make_model, x, y, config, *, generators, loss_fn=cross_entropy, callback=None) -> [model] * K
@@ -44,6 +45,7 @@ Training (``privgame.mechanisms.dpsgd.sgd``)::
 Devices and randomness (``privgame.mechanisms.dpsgd.devices``)::
 
     resolve_device("auto" | "cpu" | "cuda" | ...) -> torch.device   # "auto": CUDA when available, else CPU
+    same_device(a, b) -> bool          # type and index (cuda = the current cuda:N); check_generator uses it
     make_generator(seed: int | SeedSequence, device="cpu") -> torch.Generator
 
 Mechanisms (each loads no data set: its data come from the game)::
