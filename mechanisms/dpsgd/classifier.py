@@ -3,7 +3,6 @@ an include-mask)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -161,12 +160,8 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         gens = torch_generators(rngs, device)
         if self.loop is not None:
             return [
-                self._release(
-                    self._train_loop(x[torch.from_numpy(mask).to(device)], y, mask, widths, g, size),
-                    shape,
-                    data.n_classes,
-                )
-                for mask, g, size in zip(masks, gens, sizes, strict=True)
+                self._release(self._train_loop(x[rows], y[rows], widths, g, size), shape, data.n_classes)
+                for rows, g, size in zip(torch.from_numpy(masks).to(device), gens, sizes, strict=True)
             ]
         out: list[ModelRelease | None] = [None] * len(gens)
         public = np.asarray(sizes)
@@ -177,7 +172,7 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
                     [built[k] for k in group],
                     x,
                     y,
-                    dataclasses.replace(self.training_config(int(size)), device=str(device)),
+                    self.training_config(int(size)),  # on self.device, resolved
                     generators=[gens[k] for k in group],
                     include=torch.from_numpy(masks[group]).to(device),
                 )
@@ -186,33 +181,14 @@ class DPSGDClassifier(DPSGDParameters, TrainedModel):
         return [r for r in out if r is not None]
 
     def _train_loop(
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        mask: np.ndarray,
-        widths: tuple[int, ...],
-        gen: torch.Generator,
-        size: int,
+        self, x: torch.Tensor, y: torch.Tensor, widths: tuple[int, ...], gen: torch.Generator, size: int
     ) -> torch.nn.Module:
-        """One release trained by ``loop`` (:mod:`privgame.mechanisms.dpsgd.loop`) on the included rows."""
-        from privgame.mechanisms.dpsgd.loop import LoopRun, TrainingLoop
+        """One release trained by ``loop`` (:mod:`privgame.mechanisms.dpsgd.loop`) on its included rows ``x``,
+        ``y``, with the public training-set size ``size``."""
+        from privgame.mechanisms.dpsgd.loop import TrainingLoop
 
-        net = self._build(widths, gen)
-        run = LoopRun(
-            model=net,
-            x=x,
-            y=y[torch.from_numpy(mask).to(y.device)],
-            loss_fn=torch.nn.CrossEntropyLoss(reduction="none"),
-            noise_multiplier=self.sigma,
-            sampling_rate=self.sampling_rate,
-            steps=self.steps,
-            clip_norm=self.clip_norm,
-            learning_rate=self.learning_rate,
-            momentum=self.momentum,
-            generator=gen,
-            dataset_size=int(size),
-        )
         assert self.loop is not None  # the caller checked
+        run = self.loop_run(self._build(widths, gen), x, y, torch.nn.CrossEntropyLoss(reduction="none"), gen, int(size))
         return TrainingLoop(self.loop).run(run)
 
     def _build(self, widths: tuple[int, ...], generator: torch.Generator) -> torch.nn.Module:

@@ -104,11 +104,19 @@ def _opacus() -> Any:
     return opacus
 
 
+def opacus_steps(sampling_rate: float) -> int | None:
+    """k when ``sampling_rate`` is 1/k for an integer k (Opacus samples at 1/len(loader)), else ``None``."""
+    steps = round(1.0 / sampling_rate)
+    if steps < 1 or not math.isclose(1.0 / steps, sampling_rate, rel_tol=1e-12):
+        return None
+    return steps
+
+
 def opacus_batch_size(n_rows: int, sampling_rate: float) -> int | None:
     """The ``batch_size`` of the DataLoader for which Opacus samples at exactly ``sampling_rate`` (its rate is
     1 / len(loader) = 1 / ⌈N / batch_size⌉), or ``None`` when no batch size gives it."""
-    steps = round(1.0 / sampling_rate)
-    if steps < 1 or not math.isclose(1.0 / steps, sampling_rate, rel_tol=1e-12):
+    steps = opacus_steps(sampling_rate)
+    if steps is None:
         return None
     for batch in (n_rows // steps, -(-n_rows // steps)):
         if batch >= 1 and -(-n_rows // batch) == steps:
@@ -237,8 +245,6 @@ class TrainingLoop:
             One line: the loop failed, or returned something other than None or a module with ``run.model``'s
             trainable parameters (names and shapes).
         """
-        if self.name == "opacus":
-            _opacus()
         try:
             out = self.function()(run)
         except ValueError as exc:

@@ -33,7 +33,7 @@ from torch import nn
 from privgame.analysis._checks import check_int, check_real
 from privgame.mechanisms._base import check_runs
 from privgame.mechanisms.dpsgd.canary_rows import LAYERS, CanaryLoss, CanaryRows
-from privgame.mechanisms.dpsgd.loop import LoopRun, TrainingLoop, _opacus, opacus_batch_size
+from privgame.mechanisms.dpsgd.loop import TrainingLoop, _opacus, opacus_batch_size, opacus_steps
 from privgame.mechanisms.dpsgd.models import logistic_regression, mlp
 from privgame.mechanisms.dpsgd.parameters import DPSGDParameters
 from privgame.mechanisms.dpsgd.user_model import ModelFactory, check_model, is_import_path
@@ -126,8 +126,7 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
             )
         if self.loop in ("opacus", "opacus-ghost"):
             _opacus()
-            steps = round(1.0 / self.sampling_rate)
-            if not math.isclose(1.0 / steps, self.sampling_rate, rel_tol=1e-12):
+            if opacus_steps(self.sampling_rate) is None:
                 raise ValueError(
                     f"sampling_rate must be 1/k for an integer k (Opacus samples at 1/len(loader)), got "
                     f"{self.sampling_rate}."
@@ -167,20 +166,7 @@ class LoopWhiteBox(DPSGDParameters, CanaryMechanism):
         model = rows.model(self._build_model(data.rows.x.shape[1], data.rows.n_classes, init_gen).to(device))
         x, y = (t.to(device) for t in rows.tensors())
         before = model.coordinates()
-        run = LoopRun(
-            model=model,
-            x=x,
-            y=y,
-            loss_fn=CanaryLoss(),
-            noise_multiplier=self.sigma,
-            sampling_rate=self.sampling_rate,
-            steps=self.steps,
-            clip_norm=self.clip_norm,
-            learning_rate=self.learning_rate,
-            momentum=self.momentum,
-            generator=train_gen,
-        )
-        TrainingLoop(self.loop).run(run)
+        TrainingLoop(self.loop).run(self.loop_run(model, x, y, CanaryLoss(), train_gen))
         return (before - model.coordinates()).numpy().copy()
 
     def release_runs(self, data: Sequence[Any], *, rngs: Sequence[np.random.Generator]) -> list[NDArray[np.float64]]:

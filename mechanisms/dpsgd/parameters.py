@@ -121,6 +121,28 @@ class DPSGDParameters(Mechanism):
             normalisation=self.normalisation,
         )
 
+    def loop_run(
+        self, model: Any, x: Any, y: Any, loss_fn: Any, generator: Any, dataset_size: int | None = None
+    ) -> Any:
+        """What a training loop is handed for one release with these parameters
+        (:class:`privgame.mechanisms.dpsgd.loop.LoopRun`: σ, q, T, C, the learning rate and momentum)."""
+        from privgame.mechanisms.dpsgd.loop import LoopRun
+
+        return LoopRun(
+            model=model,
+            x=x,
+            y=y,
+            loss_fn=loss_fn,
+            noise_multiplier=self.sigma,
+            sampling_rate=self.sampling_rate,
+            steps=self.steps,
+            clip_norm=self.clip_norm,
+            learning_rate=self.learning_rate,
+            momentum=self.momentum,
+            generator=generator,
+            dataset_size=dataset_size,
+        )
+
     @property
     def torch_device(self) -> Any:
         """:attr:`device` resolved (``"auto"``: CUDA when available, else the CPU), a ``torch.device``."""

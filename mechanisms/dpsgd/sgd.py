@@ -312,8 +312,8 @@ def train(
             )
             sums = _apply_reserved(sums, frozen)
             injected: Any = 0
-            if dirac is not None:
-                sums, injected = _add_dirac(sums, dirac, factors, batch=None)
+            if isinstance(extra, DiracExamples):
+                sums, injected = _add_dirac(sums, extra, factors, batch=None)
             elif extra is not None:
                 sums = _add_injection(sums, extra)
             denom = _divisor(config, expected, mask.sum() + injected)
@@ -453,8 +453,8 @@ def train_ensemble(
                 factors = None if raw is None else clipping(raw, config.clip_norm)
             sums = _apply_reserved(sums, frozen)
             injected: Any = 0
-            if dirac is not None:
-                sums, injected = _add_dirac(sums, dirac, factors, batch=len(gens))
+            if isinstance(extra, DiracExamples):
+                sums, injected = _add_dirac(sums, extra, factors, batch=len(gens))
             elif extra is not None:
                 sums = _add_injection(sums, extra)
             denom = _divisor(config, expected, counts + injected)
@@ -532,10 +532,8 @@ def _apply_reserved(sums: list[Tensor], masks: Sequence[Tensor]) -> list[Tensor]
     return [s.masked_fill(r, 0.0) for s, r in zip(sums, masks, strict=True)]
 
 
-def _add_injection(sums: list[Tensor], extra: Sequence[Tensor] | DiracExamples) -> list[Tensor]:
+def _add_injection(sums: list[Tensor], extra: Sequence[Tensor]) -> list[Tensor]:
     """The sums plus ``inject``'s already-clipped gradients (counted as no example in a realised batch size)."""
-    if isinstance(extra, DiracExamples):  # handled by _add_dirac; here for the type checker
-        raise TypeError("DiracExamples go through the clipping, not _add_injection.")
     return [s + e for s, e in zip(sums, extra, strict=True)]
 
 
