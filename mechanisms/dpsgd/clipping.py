@@ -5,9 +5,11 @@ DP-SGD needs, for a batch of B examples, the per-example gradient norms ‖∇�
 layers where it can be avoided this module never builds them ("ghost" norms and book-keeping, [1]_ [2]_ [3]_):
 
 1. one forward pass, in which a forward hook on every module with trainable parameters of its own records the
-   module's input ``a`` and adds a zero "probe" tensor to its output;
-2. one backward pass, ``autograd.grad`` of Σ_i ℓ_i with respect to the probes, which gives every layer's
-   output gradient ``g`` (per example, since examples do not interact) and computes no parameter gradient;
+   module's input ``a`` and its output (an ensemble's vmapped pass, or a model that modifies a layer's output in
+   place after the layer returned it, adds a zero "probe" tensor to the output instead: the probe's gradient is
+   the output's, whatever later happens to the output tensor);
+2. one backward pass, ``autograd.grad`` of Σ_i ℓ_i with respect to the outputs (or probes), which gives every
+   layer's output gradient ``g`` (per example, since examples do not interact) and computes no parameter gradient;
 3. per layer, the per-example squared norm of its parameter gradient from ``a`` and ``g``; the norms of all layers
    add up to ‖∇ℓ_i‖², from which the clipping factors s_i = C / max(‖∇ℓ_i‖, C) follow;
 4. per layer, the clipped sum Σ_i s_i ∇ℓ_i as one weighted matrix product.
@@ -16,7 +18,8 @@ Layer by layer:
 
 ``nn.Linear`` with 2-d input (B, d_in)
     ∇W_i = g_i a_iᵀ, so ‖∇W_i‖² = ‖a_i‖²‖g_i‖² and ‖∇b_i‖² = ‖g_i‖²; the clipped sums are
-    gᵀ diag(s) a and gᵀ s.  Cost: two row norms and one matmul, as non-private SGD.
+    gᵀ diag(s) a (the factors scale the narrower of g and a) and gᵀ s.  Cost: two row norms (fused reductions)
+    and one matmul, as non-private SGD.
 ``nn.Linear`` with (B, T, …, d_in) input, and ``nn.Conv2d``
     ∇W_i = Σ_t g_{i,t} a_{i,t}ᵀ over T positions (for a convolution, the L output positions of the unfolded input,
     a_{i,t} of length C_in·k_h·k_w [4]_).  The squared norm is either ⟨a_i a_iᵀ, g_i g_iᵀ⟩ (the Gram-matrix
@@ -234,10 +237,14 @@ class GhostClipper:
                 )
             )
         self._layer_of = {id(layer.module): i for i, layer in enumerate(self.layers)}
-        self._mode: Literal["off", "lazy", "probes"] = "off"
+        self._mode: Literal["off", "outputs", "lazy", "probes"] = "off"
         self._calls: list[_Call] = []
         self._probes: Iterator[Tensor] = iter(())
         self._versions: list[int] = []
+        self._out_versions: list[int] = []
+        # a single model records each hooked output itself (no probe: no extra tensor, no extra addition) until a
+        # forward pass modifies one in place after its layer returned it; from then on it adds probes
+        self._outputs_safe = True
         self._handles = [layer.module.register_forward_hook(self._hook, with_kwargs=True) for layer in self.layers]
         # filled by discover(): per call, (layer index, number of inputs, per-example output shape, dtype)
         self._plan: list[tuple[int, int, tuple[int, ...], torch.dtype]] | None = None
@@ -267,6 +274,11 @@ class GhostClipper:
         if not isinstance(output, Tensor):
             raise TypeError(f"module {name!r} must return one tensor, got {type(output).__name__}.")
         probe: Tensor | None
+        if self._mode == "outputs":
+            self._versions.extend(a._version for a in args)
+            self._out_versions.append(output._version)
+            self._calls.append(_Call(layer=self._layer_of[id(module)], inputs=tuple(args), probe=output))
+            return None
         if self._mode == "lazy":
             probe = torch.zeros_like(output, requires_grad=True)
             self._versions.extend(a._version for a in args)
@@ -306,14 +318,10 @@ class GhostClipper:
         if batch == 0:
             extra_scale = None if extra is None else self.factors(extra, clip_norm)
             return [torch.zeros_like(params[n]) for n in self.names], x.new_zeros((0,)), extra_scale
-        self._calls, self._versions = [], []
-        self._mode = "lazy"
-        try:
-            with torch.enable_grad():
-                losses = loss_fn(self.model(x), y)
-        finally:
-            self._mode = "off"
-        calls, self._calls = self._calls, []
+        mode: Literal["outputs", "lazy"] = "outputs" if self._outputs_safe else "lazy"
+        losses, calls = self._forward(x, y, loss_fn, mode)
+        if mode == "outputs" and not self._outputs_safe:
+            losses, calls = self._forward(x, y, loss_fn, "lazy")
         self._check_versions(calls)
         _check_losses(losses, (batch,))
         self._backward(losses, calls)
@@ -325,6 +333,29 @@ class GhostClipper:
         e = None if extra is None else extra.unsqueeze(0)
         sums, norms, extra_scale = self._clip_from_calls(calls, stacked, clip_norm, w, 1, batch, e)
         return [s.squeeze(0) for s in sums], norms.squeeze(0), None if extra_scale is None else extra_scale.squeeze(0)
+
+    def _forward(
+        self, x: Tensor, y: Tensor, loss_fn: LossFn, mode: Literal["outputs", "lazy"]
+    ) -> tuple[Any, list[_Call]]:
+        """One forward pass recording the hooked calls: their outputs (``"outputs"``) or probes added to them.
+
+        An output modified in place after its layer returned it (``nn.ReLU(inplace=True)`` right after a Linear) no
+        longer holds the value whose gradient the norms need: the outputs mode is then given up for good
+        (``_outputs_safe``) and the caller runs the pass again with probes.
+        """
+        self._calls, self._versions, self._out_versions = [], [], []
+        self._mode = mode
+        try:
+            with torch.enable_grad():
+                losses = loss_fn(self.model(x), y)
+        finally:
+            self._mode = "off"
+        calls, self._calls = self._calls, []
+        if mode == "outputs":
+            outputs = [c.probe for c in calls]
+            if [o._version for o in outputs] != self._out_versions or len({id(o) for o in outputs}) != len(outputs):
+                self._outputs_safe = False
+        return losses, calls
 
     def _check_versions(self, calls: list[_Call]) -> None:
         now = [a._version for call in calls for a in call.inputs]
@@ -342,8 +373,11 @@ class GhostClipper:
             for call in calls:
                 call.grad = torch.zeros_like(call.probe)
             return
-        grads = torch.autograd.grad(losses.sum(), [c.probe for c in calls], allow_unused=True)
-        for call, grad in zip(calls, grads, strict=True):
+        wanted = [c for c in calls if c.probe.requires_grad]  # an output that no trainable parameter reached: 0
+        grads = torch.autograd.grad(losses.sum(), [c.probe for c in wanted], allow_unused=True) if wanted else ()
+        found = {id(c): g for c, g in zip(wanted, grads, strict=True)}
+        for call in calls:
+            grad = found.get(id(call))
             call.grad = torch.zeros_like(call.probe) if grad is None else grad.detach()
 
     # ------------------------------------------------------------------ ensemble of K models
@@ -488,7 +522,7 @@ class GhostClipper:
         for call in calls:
             by_layer.setdefault(call.layer, []).append(call)
         ref = next(iter(params.values()))
-        norm2 = torch.zeros((k, batch), dtype=ref.dtype, device=ref.device)
+        norm2: Tensor | None = None  # the first layer's term starts the sum (0 + x = x exactly)
         finishers: list[Finisher] = []
         for index, layer in enumerate(self.layers):
             layer_calls = by_layer.get(index, [])
@@ -500,9 +534,9 @@ class GhostClipper:
             else:
                 a, g = _dense_view(layer, layer_calls, k, batch)
                 n2, finish = _dense_terms(layer, a, g, own)
-            norm2 = norm2 + n2
+            norm2 = n2.to(torch.promote_types(n2.dtype, ref.dtype)) if norm2 is None else norm2 + n2
             finishers.append(finish)
-        norms = norm2.sqrt()
+        norms = torch.zeros((k, batch), dtype=ref.dtype, device=ref.device) if norm2 is None else norm2.sqrt()
         # one call of the clipping function for the batch and the extra examples together
         every = norms if extra is None else torch.cat([norms, extra.to(norms.dtype)], dim=1)
         factors = self.factors(every, clip_norm)
@@ -566,20 +600,23 @@ def _dense_terms(layer: _Layer, a: Tensor, g: Tensor, params: Mapping[str, Tenso
     weight_shape = tuple(params["weight"].shape[1:]) if has_w else ()
     if positions == 1:
         a2, g2 = a[:, :, 0], g[:, :, 0]
-        g_sq = (g2 * g2).sum(-1)
-        n2 = torch.zeros_like(g_sq)
-        if has_w:
-            n2 = n2 + (a2 * a2).sum(-1) * g_sq
-        if has_b:
+        # row norms as fused reductions (no (K, B, d) square is written), squared on the (K, B) result
+        g_sq = torch.linalg.vector_norm(g2, dim=-1).square()
+        n2 = torch.linalg.vector_norm(a2, dim=-1).square() * g_sq if has_w else g_sq
+        if has_w and has_b:
             n2 = n2 + g_sq
 
         def finish_2d(scale: Tensor) -> list[tuple[int, Tensor]]:
-            gs = g2 * scale.unsqueeze(-1)
+            # gᵀ diag(s) a: the factors scale the narrower of g and a (the first layer's inputs, not its outputs)
             out = []
             if has_w:
-                out.append((where["weight"], torch.bmm(gs.transpose(1, 2), a2).reshape(k, *weight_shape)))
-            if has_b:
-                out.append((where["bias"], gs.sum(1)))
+                if d_in < d_out:
+                    total = torch.bmm(g2.transpose(1, 2), a2 * scale.unsqueeze(-1))
+                else:
+                    total = torch.bmm((g2 * scale.unsqueeze(-1)).transpose(1, 2), a2)
+                out.append((where["weight"], total.reshape(k, *weight_shape)))
+            if has_b:  # sᵀ g, a matrix-vector product per model
+                out.append((where["bias"], torch.bmm(scale.unsqueeze(1), g2).squeeze(1)))
             return out
 
         return n2, finish_2d

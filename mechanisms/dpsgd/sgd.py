@@ -310,14 +310,7 @@ def train(
                 config.clip_norm,
                 extra=None if dirac is None else dirac.values.abs(),
             )
-            sums = _apply_reserved(sums, frozen)
-            injected: Any = 0
-            if isinstance(extra, DiracExamples):
-                sums, injected = _add_dirac(sums, extra, factors, batch=None)
-            elif extra is not None:
-                sums = _add_injection(sums, extra)
-            denom = _divisor(config, expected, mask.sum() + injected)
-            grads = _noisy_means(sums, config, [generator], denom, stacked=False)
+            grads = _noisy_step(sums, params, frozen, extra, factors, config, [generator], expected, mask.sum(), ())
             _sgd_update(params, grads, buffers, config)
             if callback is not None:
                 callback(step, model, mask)
@@ -451,14 +444,7 @@ def train_ensemble(
             else:
                 sums = [torch.zeros_like(p) for p in params]
                 factors = None if raw is None else clipping(raw, config.clip_norm)
-            sums = _apply_reserved(sums, frozen)
-            injected: Any = 0
-            if isinstance(extra, DiracExamples):
-                sums, injected = _add_dirac(sums, extra, factors, batch=len(gens))
-            elif extra is not None:
-                sums = _add_injection(sums, extra)
-            denom = _divisor(config, expected, counts + injected)
-            grads = _noisy_means(sums, config, gens, denom, stacked=True)
+            grads = _noisy_step(sums, params, frozen, extra, factors, config, gens, expected, counts, (len(gens),))
             _sgd_update(params, grads, buffers, config)
             if callback is not None:
                 callback(step, stacked, masks)
@@ -509,10 +495,13 @@ def _include_mask(include: Any, shape: tuple[int, ...], device: torch.device) ->
     return keep
 
 
-def _reserved_masks(reserved: Sequence[Tensor] | None, params: Sequence[Tensor], lead: tuple[int, ...]) -> list[Tensor]:
-    """``reserved`` checked against the parameters (each mask of a parameter's shape, or ``lead`` + it)."""
+def _reserved_masks(
+    reserved: Sequence[Tensor] | None, params: Sequence[Tensor], lead: tuple[int, ...]
+) -> Tensor | None:
+    """``reserved`` checked against the parameters (each mask of a parameter's shape, or ``lead`` + it), as one
+    flat mask (``lead`` + (d,)) in the layout of :func:`_flat`; None when there is none."""
     if reserved is None:
-        return []
+        return None
     masks = list(reserved)
     if len(masks) != len(params):
         raise ValueError(f"reserved must hold one mask per trainable parameter ({len(params)}), got {len(masks)}.")
@@ -521,83 +510,88 @@ def _reserved_masks(reserved: Sequence[Tensor] | None, params: Sequence[Tensor],
         shape = p.shape[len(lead) :]
         if not isinstance(r, Tensor) or r.dtype != torch.bool or r.shape not in (shape, torch.Size((*lead, *shape))):
             raise ValueError(f"reserved[{i}] must be a boolean tensor of shape {tuple(shape)}, got {r!r:.80}.")
-        out.append(r.to(p.device))
-    return out
+        out.append(r.to(p.device).expand(p.shape))
+    return _flat(out, lead)
 
 
-def _apply_reserved(sums: list[Tensor], masks: Sequence[Tensor]) -> list[Tensor]:
-    """The clipped sums with the reserved coordinates set to 0 (a projection: no example's norm grows)."""
-    if not masks:
-        return sums
-    return [s.masked_fill(r, 0.0) for s, r in zip(sums, masks, strict=True)]
+def _flat(tensors: Sequence[Tensor], lead: tuple[int, ...]) -> Tensor:
+    """One new tensor ``lead`` + (d,) holding the tensors (each ``lead`` + a parameter's shape) one after another,
+    in their order: the layout of the step's noise vector (:func:`_noisy_step`)."""
+    return torch.cat([t.reshape(*lead, -1) for t in tensors], dim=-1)
 
 
-def _add_injection(sums: list[Tensor], extra: Sequence[Tensor]) -> list[Tensor]:
-    """The sums plus ``inject``'s already-clipped gradients (counted as no example in a realised batch size)."""
-    return [s + e for s, e in zip(sums, extra, strict=True)]
+def _noisy_step(
+    sums: list[Tensor],
+    params: Sequence[Tensor],
+    frozen: Tensor | None,
+    extra: Sequence[Tensor] | DiracExamples | None,
+    factors: Tensor | None,
+    config: DPSGDConfig,
+    generators: Sequence[torch.Generator],
+    expected: float,
+    realised: Tensor,
+    lead: tuple[int, ...],
+) -> list[Tensor]:
+    """The step's noisy gradient, one view per parameter: (Σ clipped + extra examples + N(0, σ²C²)) / divisor.
+
+    The clipped sums are laid out as one flat vector per model (:func:`_flat`, the noise vector's layout), and
+    every later operation is one elementwise operation on it, in the order of the formula: the reserved
+    coordinates set to 0 (a projection: no example's norm grows), the extra examples added (the clipped Dirac
+    examples scattered into a zero vector first, then ``added``; or ``inject``'s already-clipped gradients), the
+    noise σC·z added, the divisor applied.  Each coordinate sees the same float operations as when the parameters
+    were handled one by one; the flat layout only saves the per-parameter calls.
+
+    Model k's noise is ONE standard-normal vector for all its trainable parameters together (laid out in
+    ``named_parameters`` order), drawn from generator k in a single call: :func:`train` (K = 1, ``lead`` = ())
+    and :func:`train_ensemble` draw exactly the same numbers, and K models cost K draws per step, not
+    K × (number of parameters) small ones.
+    """
+    flat = _flat(sums, lead)
+    if frozen is not None:
+        flat.masked_fill_(frozen, 0.0)
+    injected: Any = 0
+    if isinstance(extra, DiracExamples):
+        injected = _add_dirac(flat, extra, factors)
+    elif extra is not None:
+        flat.add_(_flat(extra, lead))
+    denom = _divisor(config, expected, realised + injected)
+    if config.noise_multiplier != 0.0:
+        noise = torch.empty_like(flat)
+        if lead:
+            for k, g in enumerate(generators):
+                noise[k].normal_(generator=g)
+        else:
+            noise.normal_(generator=generators[0])
+        flat.add_(noise.mul_(config.noise_multiplier * config.clip_norm))
+    if isinstance(denom, Tensor):  # realised batch sizes: a scalar, or one per model
+        denom = denom.to(flat.dtype).reshape(*lead, 1) if lead else denom.to(flat.dtype)
+    flat.div_(denom)
+    sizes = [p[0].numel() if lead else p.numel() for p in params]
+    return [chunk.view(p.shape) for chunk, p in zip(flat.split(sizes, dim=-1), params, strict=True)]
 
 
-def _add_dirac(
-    sums: list[Tensor], dirac: DiracExamples, factors: Tensor | None, *, batch: int | None
-) -> tuple[list[Tensor], Tensor]:
-    """The sums plus the clipped Dirac examples (and their ``added`` gradients); the number of examples (nonzero
-    values, per model)."""
+def _add_dirac(flat: Tensor, dirac: DiracExamples, factors: Tensor | None) -> Tensor:
+    """Add the clipped Dirac examples (and their ``added`` gradients) to the flat sums in place; return the number
+    of examples (nonzero values, per model)."""
     assert factors is not None  # clip_with returns them whenever extra norms are given
-    values = dirac.values.to(sums[0].dtype)
+    values = dirac.values.to(flat.dtype)
     # a value of 0 is no example: 0 whatever the clipping function makes of a zero norm
     clipped = torch.where(values != 0, values * factors.to(values.dtype), torch.zeros_like(values))
-    lead = () if batch is None else (batch,)
-    sizes = [s[0].numel() if batch is not None else s.numel() for s in sums]
-    vector = torch.zeros((*lead, sum(sizes)), dtype=sums[0].dtype, device=sums[0].device)
+    vector = torch.zeros_like(flat)
     vector.scatter_add_(-1, dirac.coords.to(vector.device), clipped.to(vector.device))
-    chunks = vector.split(sizes, dim=-1)
-    out = [s + c.view_as(s) for s, c in zip(sums, chunks, strict=True)]
+    flat.add_(vector)
     if dirac.added is not None:
-        out = [s + a for s, a in zip(out, dirac.added, strict=True)]
-    return out, (values != 0).sum(-1)
+        flat.add_(_flat(dirac.added, tuple(flat.shape[:-1])))
+    return (values != 0).sum(-1)
 
 
 def _divisor(config: DPSGDConfig, expected: float, realised: Any) -> Any:
-    """The step's divisor: qN, 1, or the realised batch size max(|B_t|, 1) ((K, 1, ...)-broadcastable when K
-    models train at once)."""
+    """The step's divisor: qN, 1, or the realised batch size max(|B_t|, 1) ((K,) when K models train at once)."""
     if config.normalisation == "expected":
         return expected
     if config.normalisation == "none":
         return 1.0
     return torch.as_tensor(realised).clamp(min=1)
-
-
-def _noisy_means(
-    sums: list[Tensor], config: DPSGDConfig, generators: Sequence[torch.Generator], denom: Any, *, stacked: bool
-) -> list[Tensor]:
-    """(Σ clipped + N(0, σ²C²)) / qN for every parameter; ``sums`` hold (K, ...) stacks when K generators are given.
-
-    Model k's noise is ONE standard-normal vector for all its trainable parameters together (laid out in
-    ``named_parameters`` order), drawn from generator k in a single call: :func:`train` (K = 1, unstacked) and
-    :func:`train_ensemble` draw exactly the same numbers, and K models cost K draws per step, not K × (number of
-    parameters) small ones.
-    """
-    if isinstance(denom, Tensor):  # realised batch sizes: a scalar, or one per model
-        denom = denom.to(sums[0].dtype)
-        if stacked:
-            return [
-                v / denom.reshape(-1, *([1] * (v.dim() - 1)))
-                for v in _noisy_means(sums, config, generators, 1.0, stacked=True)
-            ]
-    if config.noise_multiplier == 0.0:
-        return [s / denom for s in sums]
-    lead = (len(generators),) if stacked else ()
-    sizes = [s[0].numel() if stacked else s.numel() for s in sums]
-    ref = sums[0]
-    noise = torch.empty((*lead, sum(sizes)), dtype=ref.dtype, device=ref.device)
-    if stacked:
-        for k, g in enumerate(generators):
-            noise[k].normal_(generator=g)
-    else:
-        noise.normal_(generator=generators[0])
-    scale = config.noise_multiplier * config.clip_norm
-    chunks = noise.split(sizes, dim=-1)
-    return [(s + z.view_as(s) * scale) / denom for s, z in zip(sums, chunks, strict=True)]
 
 
 def _sgd_update(

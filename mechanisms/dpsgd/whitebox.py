@@ -139,7 +139,7 @@ def _canary_descent(
     -----
     Step t's noisy gradient of coordinate c is g_t[c] = (v·f(v)·1[sampled] + σC·z_t[c]) / qN, v the raw value and
     f the clipping factor (v·f(v) = C for v = 4C: exactly, since the factor is 1/4), the expression of
-    :func:`privgame.mechanisms.dpsgd.sgd._noisy_means` on a coordinate whose clipped data gradient is 0; the step is
+    :func:`privgame.mechanisms.dpsgd.sgd._noisy_step` on a coordinate whose clipped data gradient is 0; the step is
     :func:`privgame.mechanisms.dpsgd.sgd._sgd_update` itself (elementwise: momentum buffer and weight decay per
     coordinate), so the dense layout and this recursion do the same float64 operations on the same numbers.
     """

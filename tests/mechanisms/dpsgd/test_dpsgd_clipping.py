@@ -301,6 +301,49 @@ def test_in_place_change_of_a_recorded_input_is_refused() -> None:
         clipped_gradient_sum(Bad(), cross_entropy, torch.randn(4, 3), torch.zeros(4, dtype=torch.long), 1.0)
 
 
+@pytest.mark.parametrize("where", ["after a Linear", "on a layer's output inside a module"])
+def test_an_output_changed_in_place_switches_to_probes_and_the_sums_stay_exact(where: str) -> None:
+    """A single model takes each hooked layer's output gradient from the output itself (no probe); an output
+    modified in place after its layer returned it (a ReLU(inplace=True) right after a Linear) holds another value,
+    so the clipper gives that mode up for good and recomputes the step with probes: the sums still equal the naive
+    loop's, on that step and the next."""
+    g = torch.Generator().manual_seed(5)
+
+    class InPlace(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = mlp([5, 7], generator=g, dtype=F64), mlp([7, 3], generator=g, dtype=F64)
+
+        def forward(self, x: Tensor) -> Tensor:
+            h = self.a(x)
+            h.clamp_(min=0.0)
+            return self.b(h)
+
+    model: nn.Module = (
+        nn.Sequential(nn.Linear(5, 7), nn.ReLU(inplace=True), nn.Linear(7, 3)).double()
+        if where == "after a Linear"
+        else InPlace()
+    )
+    init_parameters(model, generator=g)
+    x, y = torch.randn(9, 5, generator=g, dtype=F64), torch.randint(0, 3, (9,), generator=g)
+    ref_sums, ref_norms = naive_clipped_sum(model, cross_entropy, x, y, 0.3)
+    with GhostClipper(model) as clipper:
+        assert clipper._outputs_safe
+        for _ in range(2):
+            sums, norms = clipper.clip(x, y, cross_entropy, 0.3)
+            torch.testing.assert_close(norms, ref_norms, rtol=0, atol=TOL)
+            for got, want in zip(sums, ref_sums, strict=True):
+                torch.testing.assert_close(got, want, rtol=0, atol=TOL)
+            assert not clipper._outputs_safe
+
+
+def test_a_model_without_in_place_changes_keeps_the_outputs_mode() -> None:
+    model, x, y = _case("mlp")
+    with GhostClipper(model) as clipper:
+        clipper.clip(x, y, cross_entropy, 0.5)
+        assert clipper._outputs_safe and clipper._calls == []
+
+
 @pytest.mark.parametrize("clip_norm", [0.0, -1.0, float("nan"), float("inf")])
 def test_bad_clip_norm_is_refused(clip_norm: float) -> None:
     model, x, y = _case("logistic")
