@@ -34,8 +34,11 @@ release trained by Opacus's ``PrivacyEngine`` (``opacus_whitebox``, when Opacus 
 features, q = 0.1, T = 100 (``--quick``: T = 10), at N = 10,000 rows (batches of about 1,000:
 ``user_model_over_plain``, target ≤ 1.2, and ``opacus_whitebox_over_engine``) and at the quick own-model config's
 N = 1,000 (batches of about 100: ``whitebox_over_plain_batch100``, target ≤ 1.3, ``opacus_whitebox_over_engine_small``).
-The engine's fixed cost per step is the noise: d = 16,898 float64 standard normals, 0.33 ms on this CPU (torch draws
-float64 normals about 5× slower than float32 ones), 40 % of a plain step on 100 rows and 6 % on 1,000.
+The engine's fixed cost per step is the noise: d = 16,898 float64 standard normals, 0.30 ms on this CPU (torch draws
+float64 normals about 5× slower than float32 ones), about 38 % of a plain step on 100 rows (0.78 ms) and 6 % on
+1,000; the rest of the audit's cost on 100 rows is the dispatch of about 120 small tensor operations a step (hooks,
+norms, clipping factors, canaries, the flat noisy step), about 0.3 ms.  With the noise alone the batch-100 ratio
+could not go below about 1.4, so its target of 1.3 is out of reach of an eager float64 step on this CPU.
 
 Timing: every method is warmed up once, then the methods of a group run in turn, ``--repeats`` rounds; the
 figure of a method is its median seconds per epoch, the ratios are ratios of medians.  torch's thread count is
