@@ -325,7 +325,7 @@ class Game(ABC):
         rows: pd.DataFrame,
         settings: AnalysisSettings,
         load_outcome: Callable[[int], TrialOutcome],
-    ) -> dict[str, float | int]:
+    ) -> dict[str, Any]:
         """Summary columns for one grid point from its trials' rows (raw outcomes through ``load_outcome``)."""
 
     def analyse(

@@ -49,7 +49,6 @@ __all__ = [
     "default_ceiling_columns",
     "estimator_labels",
     "pooled_columns",
-    "refuted",
     "resolved_estimators",
     "settings_problem",
     "summary_columns",
@@ -296,20 +295,15 @@ def tightness(bound: float, analytic: float) -> float:
     return bound / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
 
 
-def refuted(lb: np.ndarray, analytic: float) -> float:
-    """How many trials' lower bounds exceed the analytic ε: each such trial refutes the mechanism's claim at the
-    bound's confidence (a correct claim is refuted in at most 1 − confidence of the trials, in expectation).  NaN
-    when the mechanism makes no claim (its analytic ε is NaN: a claim not established, stated in the report)."""
-    if math.isnan(analytic):
-        return math.nan
-    return float(np.count_nonzero(lb > analytic))
-
-
-def summary_columns(rows: pd.DataFrame, analytic: float) -> dict[str, float]:
+def summary_columns(rows: pd.DataFrame, analytic: float, confidence: float) -> dict[str, Any]:
     """Each estimator's summary over a grid point's trials: ``<label>.epsilon_lb_{mean,median,min,max}``, its
-    ``<label>.tightness`` (median over the analytic ε), ``<label>.refuted`` (:func:`refuted`) and, where the rows
-    have its ceilings, ``<label>.ceiling`` (their median) and ``<label>.at_ceiling`` (:func:`ceiling_columns`)."""
-    out: dict[str, float] = {}
+    ``<label>.tightness`` (median over the analytic ε), its verdict on the claim (``<label>.over_claim``,
+    ``.over_claim_allowed``, ``.verdict_p``, ``.verdict``: :func:`privgame.analysis.verdict.verdict_columns`, each
+    trial's bound at ``confidence``) and, where the rows have its ceilings, ``<label>.ceiling`` (their median) and
+    ``<label>.at_ceiling`` (:func:`ceiling_columns`)."""
+    from privgame.analysis.verdict import verdict_columns
+
+    out: dict[str, Any] = {}
     for label in estimator_labels(list(rows.columns)):
         lb = rows[f"{label}.epsilon_lb"].to_numpy(dtype=float)
         median = float(np.median(lb))
@@ -318,7 +312,7 @@ def summary_columns(rows: pd.DataFrame, analytic: float) -> dict[str, float]:
         out[f"{label}.epsilon_lb_min"] = float(np.min(lb))
         out[f"{label}.epsilon_lb_max"] = float(np.max(lb))
         out[f"{label}.tightness"] = tightness(median, analytic)
-        out[f"{label}.refuted"] = refuted(lb, analytic)
+        out.update(verdict_columns(lb, analytic, confidence, prefix=f"{label}."))
         if f"{label}.ceiling" in rows.columns:  # rows stored before ceilings existed have none: no marker
             ceilings = rows[f"{label}.ceiling"].to_numpy(dtype=float)
             out.update(ceiling_columns(median, ceilings, prefix=f"{label}."))

@@ -156,12 +156,13 @@ class MultiRunGame(Game):
         rows: pd.DataFrame,
         settings: AnalysisSettings,
         load_outcome: Callable[[int], TrialOutcome],
-    ) -> dict[str, float | int]:
+    ) -> dict[str, Any]:
         outcomes = [load_outcome(int(t)) for t in rows["trial"]]
         scores = np.concatenate([o.scores for o in outcomes])
         membership = np.concatenate([o.membership for o in outcomes])
         if settings.custom:
             return self._summarise_custom(rows, settings, scores, membership)
+        from privgame.analysis.verdict import pooled_verdict
         from privgame.games.bounds import tightness
 
         pooled = self._audit(scores, membership, settings)
@@ -173,6 +174,7 @@ class MultiRunGame(Game):
             "fpr_ub": pooled["fpr_ub"],
             "fnr_ub": pooled["fnr_ub"],
             "tightness": tightness(pooled["epsilon_lb"], analytic),
+            "verdict": pooled_verdict(pooled["epsilon_lb"], analytic, settings.confidence),
             "n_runs": int(scores.size),
             "epsilon_lb_median": float(np.median(per_trial)),
             "epsilon_lb_min": float(np.min(per_trial)),
@@ -182,23 +184,30 @@ class MultiRunGame(Game):
 
     def _summarise_custom(
         self, rows: pd.DataFrame, settings: AnalysisSettings, scores: np.ndarray, membership: np.ndarray
-    ) -> dict[str, float | int]:
+    ) -> dict[str, Any]:
         """Each chosen estimator pooled over every run of the grid point (``<label>.epsilon_lb``, the first also
         ``epsilon_lb``), with the per-trial summaries; a split's mask is drawn from the pooled trials' indices."""
+        from privgame.analysis.verdict import pooled_verdict
         from privgame.games.bounds import pooled_columns, summary_columns, tightness
 
         analytic = float(rows["epsilon_analytic"].iloc[0])
         rng = np.random.default_rng(np.random.SeedSequence([int(t) for t in rows["trial"]]))
         pooled = pooled_columns(settings, rows, scores, membership, rng=rng, default=self._threshold())
 
-        out: dict[str, float | int] = {
+        out: dict[str, Any] = {
             "epsilon_analytic": analytic,
             **pooled,
             "tightness": tightness(pooled["epsilon_lb"], analytic),
         }
-        for column, value in summary_columns(rows, analytic).items():  # the per-trial bounds' spread
-            if not column.endswith(".tightness"):
+        # the per-trial bounds' spread; tightness and the verdict are the pooled bound's
+        pooled_only = (".tightness", ".over_claim", ".over_claim_allowed", ".verdict_p", ".verdict")
+        for column, value in summary_columns(rows, analytic, settings.confidence).items():
+            if not column.endswith(pooled_only):
                 out[column] = value
         for column in [c for c in pooled if c.endswith(".epsilon_lb")]:
             out[column.replace(".epsilon_lb", ".tightness")] = tightness(float(pooled[column]), analytic)  # pooled
+            # the verdict of the pooled bound, one test at the confidence (the per-trial binomial verdict's place)
+            out[column.replace(".epsilon_lb", ".verdict")] = pooled_verdict(
+                float(pooled[column]), analytic, settings.confidence
+            )
         return {**out, "n_runs": int(scores.size), "n_trials": len(rows)}

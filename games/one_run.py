@@ -157,11 +157,12 @@ class OneRunGame(Game):
         rows: pd.DataFrame,
         settings: AnalysisSettings,
         load_outcome: Callable[[int], TrialOutcome],
-    ) -> dict[str, float | int]:
+    ) -> dict[str, Any]:
         lb = rows["epsilon_lb"].to_numpy(dtype=float)
         analytic = float(rows["epsilon_analytic"].iloc[0])
         median = float(np.median(lb))
-        from privgame.games.bounds import refuted, summary_columns, tightness
+        from privgame.analysis.verdict import verdict_columns
+        from privgame.games.bounds import summary_columns, tightness
 
         return {
             "epsilon_analytic": analytic,
@@ -170,7 +171,7 @@ class OneRunGame(Game):
             "epsilon_lb_min": float(np.min(lb)),
             "epsilon_lb_max": float(np.max(lb)),
             "tightness": tightness(median, analytic),
-            "refuted": refuted(lb, analytic),
+            **verdict_columns(lb, analytic, settings.confidence),
             "n_trials": len(lb),
-            **summary_columns(rows, analytic),
+            **summary_columns(rows, analytic, settings.confidence),
         }

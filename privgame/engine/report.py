@@ -583,7 +583,11 @@ def brief_summary(
     if brief is None and labels:  # [analysis] estimators: each estimator's columns, not the first one's twice
         ends = ("epsilon_lb", "epsilon_lb_median", "ceiling", "at_ceiling", "epsilon_lb_min", "epsilon_lb_max")
         brief = (
-            *(f"{label}.{end}" for label in labels for end in (*ends, "tightness", "refuted")),
+            *(
+                f"{label}.{end}"
+                for label in labels
+                for end in (*ends, "tightness", "over_claim", "over_claim_allowed", "verdict")
+            ),
             "n_runs",
             "n_trials",
         )

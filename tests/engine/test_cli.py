@@ -37,7 +37,10 @@ REPORT_COLUMNS = [
     "epsilon_lb_min",
     "epsilon_lb_max",
     "tightness",
-    "refuted",  # trials whose bound exceeds the claim (none here: randomized response is correct)
+    "over_claim",  # trials whose bound exceeds the claim (none here: randomized response is correct)
+    "over_claim_allowed",  # the most that chance allows under a true claim (1 of 3 at 95 %)
+    "verdict_p",
+    "verdict",  # one verdict per claim, from the binomial test of the exceedances
     "n_trials",
 ]
 
@@ -49,7 +52,8 @@ def test_report_csv(results, capsys):
     assert list(table.columns) == REPORT_COLUMNS
     assert list(table["mechanism.epsilon"]) == [1.0, 2.0]
     assert list(table["n_trials"]) == [3, 3]
-    assert list(table["refuted"]) == [0, 0]
+    assert list(table["over_claim"]) == [0, 0] and list(table["over_claim_allowed"]) == [1, 1]
+    assert list(table["verdict"]) == ["not refuted", "not refuted"]
     assert (table["epsilon_lb_max"] <= table["epsilon_analytic"] + 1).all()
     assert table["tightness"].tolist() == pytest.approx(
         (table["epsilon_lb_median"] / table["epsilon_analytic"]).tolist()

@@ -344,7 +344,7 @@ def _rows(bounds: list[float], ceilings: list[float]):
 def test_a_median_bound_within_one_percent_of_the_median_ceiling_is_marked(bounds, ceilings, at):
     from privgame.games.bounds import summary_columns
 
-    out = summary_columns(_rows(bounds, ceilings), analytic=4.0)
+    out = summary_columns(_rows(bounds, ceilings), analytic=4.0, confidence=0.95)
     assert out["steinke.at_ceiling"] is at
     finite = [c for c in ceilings if math.isfinite(c)]
     assert out["steinke.ceiling"] == (float(np.median(finite)) if finite else pytest.approx(math.nan, nan_ok=True))
@@ -355,7 +355,7 @@ def test_rows_stored_before_ceilings_summarise_without_them():
 
     from privgame.games.bounds import summary_columns
 
-    out = summary_columns(pd.DataFrame({"steinke.epsilon_lb": [1.0, 2.0]}), analytic=4.0)
+    out = summary_columns(pd.DataFrame({"steinke.epsilon_lb": [1.0, 2.0]}), analytic=4.0, confidence=0.95)
     assert out["steinke.epsilon_lb_median"] == 1.5
     assert not any("ceiling" in key for key in out)
 

@@ -104,16 +104,28 @@ def test_summarise_columns():
         "epsilon_lb_min": 1.0,
         "epsilon_lb_max": 4.0,
         "tightness": 0.5,
-        "refuted": 0.0,  # a bound equal to the claim does not refute it
+        "over_claim": 0,  # a bound equal to the claim does not refute it
+        "over_claim_allowed": 1,  # of 3 trials at 95 %: P(Bin(3, 0.05) >= 2) = 0.007 <= 0.05 < P(>= 1)
+        "verdict_p": 1.0,
+        "verdict": "not refuted",
         "n_trials": 3,
     }
-    rows["epsilon_analytic"] = 1.5
-    assert game.summarise(rows, AnalysisSettings(), lambda i: None)["refuted"] == 2  # type: ignore[arg-type,return-value]
-    rows["epsilon_analytic"] = np.inf
-    assert np.isnan(game.summarise(rows, AnalysisSettings(), lambda i: None)["tightness"])  # type: ignore[arg-type,return-value]
-    assert game.summarise(rows, AnalysisSettings(), lambda i: None)["refuted"] == 0  # type: ignore[arg-type,return-value]
-    rows["epsilon_analytic"] = np.nan  # no established claim: nothing to refute
-    assert np.isnan(game.summarise(rows, AnalysisSettings(), lambda i: None)["refuted"])  # type: ignore[arg-type,return-value]
+
+    def summary_at(claim: float) -> dict[str, object]:
+        rows["epsilon_analytic"] = claim
+        return game.summarise(rows, AnalysisSettings(), lambda i: None)  # type: ignore[arg-type,return-value]
+
+    low = summary_at(1.5)  # 2 of 3 bounds above: more than chance allows
+    assert (low["over_claim"], low["verdict"]) == (2, "refuted at 95 %")
+    assert low["verdict_p"] == pytest.approx(3 * 0.05**2 * 0.95 + 0.05**3)
+    assert (summary_at(3.0)["over_claim"], summary_at(3.0)["verdict"]) == (1, "not refuted")  # 1 of 3: chance
+    assert np.isnan(summary_at(np.inf)["tightness"])  # type: ignore[arg-type]
+    assert summary_at(np.inf)["over_claim"] == 0
+    nan = summary_at(np.nan)  # no established claim: nothing to refute
+    assert np.isnan(nan["over_claim"]) and nan["verdict"] == "no claim"  # type: ignore[arg-type]
+    rows["epsilon_analytic"] = 0.5
+    at_99 = game.summarise(rows, AnalysisSettings(confidence=0.99), lambda i: None)  # type: ignore[arg-type]
+    assert at_99["verdict"] == "refuted at 99 %"
 
 
 def test_trial_outcome_validation():

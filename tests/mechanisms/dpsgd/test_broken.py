@@ -192,8 +192,9 @@ def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
     }
     with privgame.run(config, cache=False) as results:
         summary = results.summary().set_index("mechanism.flaw")
-    print(summary[["epsilon_analytic", "epsilon_lb_median", "refuted"]])
+    print(summary[["epsilon_analytic", "epsilon_lb_median", "over_claim", "verdict"]])
     assert summary["epsilon_analytic"].nunique() == 1 and 1.0 < summary["epsilon_analytic"].iloc[0] < 1.2
     leaking = ["noise_for_mean", "unclipped", "clip_mismatch", "reused_noise"]
-    assert summary.loc[leaking, "refuted"].tolist() == [1, 1, 1, 1]
-    assert summary.loc["none", "refuted"] == 0
+    assert summary.loc[leaking, "over_claim"].tolist() == [1, 1, 1, 1]
+    assert summary.loc[leaking, "verdict"].tolist() == ["refuted at 95 %"] * 4  # one trial: its own test
+    assert (summary.loc["none", "over_claim"], summary.loc["none", "verdict"]) == (0, "not refuted")
