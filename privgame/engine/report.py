@@ -602,6 +602,9 @@ def brief_summary(
 CEILING_MARKER = ">=99% of ceiling"
 """How a plain, Markdown or LaTeX report shows a median bound within 1 % of its ceiling (``at_ceiling``)."""
 
+BELOW_CEILING = "below"
+"""How it shows a median bound further from its ceiling (the column is never left blank)."""
+
 CEILING_NOTE = (
     f"bounds marked {CEILING_MARKER!r} are within 1 % of what their guesses could give at best (every guess "
     "right): the audit, not the mechanism, limits them, and more canaries or more guesses would raise them "
@@ -610,13 +613,16 @@ CEILING_NOTE = (
 
 
 def _ceiling_markers(table: pd.DataFrame) -> pd.DataFrame:
-    """``at_ceiling`` columns as :data:`CEILING_MARKER` where true and blank elsewhere (``--format csv`` keeps the
-    booleans)."""
+    """``at_ceiling`` columns as :data:`CEILING_MARKER` where true and :data:`BELOW_CEILING` elsewhere (``--format
+    csv`` keeps the booleans)."""
     columns = [c for c in table.columns if c == "at_ceiling" or c.endswith(".at_ceiling")]
     if not columns:
         return table
     return table.assign(
-        **{c: [CEILING_MARKER if value is True or value is np.True_ else "" for value in table[c]] for c in columns}
+        **{
+            c: [CEILING_MARKER if value is True or value is np.True_ else BELOW_CEILING for value in table[c]]
+            for c in columns
+        }
     )
 
 
