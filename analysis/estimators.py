@@ -225,7 +225,10 @@ def _resolve(name: str, claim: Any, delta: float, allow: bool) -> Estimator:
             f"is not pure, Gaussian or DP-SGD); name one of {', '.join(f'{test}_{f}' for f in FAMILY_NAMES)}."
         )
     if family == "gaussian" and delta <= 0.0:
-        raise ValueError(f"estimators: {name!r} needs delta > 0 (μ-GDP gives no finite ε at δ = 0), got {delta}.")
+        raise ValueError(
+            f"estimators: {name!r} needs [analysis] delta > 0 (μ-GDP gives no finite ε at δ = 0; it defaults to 0), "
+            f"got {delta}: set [analysis] delta, for example to the δ at which the mechanism's ε is claimed."
+        )
     label = f"{name}_{family}" if own else name
     reason = unmatched_reason(family, claim) if not own else None
     if reason is not None:
