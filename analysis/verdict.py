@@ -67,9 +67,9 @@ def _upper_tails(n: int, p: float) -> NDArray[np.float64]:
     j = np.arange(n + 1, dtype=float)
     log_factorial = np.array([math.lgamma(i + 1.0) for i in range(n + 1)])
     log_pmf = log_factorial[n] - log_factorial - log_factorial[::-1] + j * math.log(p) + (n - j) * math.log1p(-p)
-    tails = np.append(np.cumsum(np.exp(log_pmf)[::-1])[::-1], 0.0)
-    tails.setflags(write=False)
-    return np.minimum(tails, 1.0)
+    tails = np.minimum(np.append(np.cumsum(np.exp(log_pmf)[::-1])[::-1], 0.0), 1.0)
+    tails.setflags(write=False)  # cached: shared by every caller
+    return tails
 
 
 def allowed_exceedances(n: int, alpha: float) -> int:
@@ -82,8 +82,9 @@ def allowed_exceedances(n: int, alpha: float) -> int:
     n = check_int("n", n, low=0)
     alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     tails = _upper_tails(n, alpha)
-    within = np.flatnonzero(tails <= alpha * (1.0 + _SLACK))  # tails decrease in k; k = n + 1 always qualifies
-    return int(within[0]) - 1 if within[0] > 0 else 0
+    # tails decrease in k from P(≥ 0) = 1 > α to P(≥ n + 1) = 0: the first k within the level is k* ≥ 1
+    within = np.flatnonzero(tails <= alpha * (1.0 + _SLACK))
+    return int(within[0]) - 1
 
 
 def exceedance_p(count: int, n: int, alpha: float) -> float:
