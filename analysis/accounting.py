@@ -18,7 +18,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dp_accounting
 from dp_accounting.pld import pld_privacy_accountant
@@ -40,6 +40,7 @@ __all__ = [
     "epsilon_for_event",
     "gaussian_claim",
     "gaussian_epsilon",
+    "gaussian_noise_for_epsilon",
     "pure_composition_claim",
     "pure_composition_epsilon",
     "randomized_response_claim",
@@ -271,6 +272,113 @@ def gaussian_epsilon(sigma: float, delta: float) -> float:
     return gaussian_claim(sigma).epsilon(delta)
 
 
+_gaussian_calibrations: dict[tuple[float, float], float] = {}
+_GAUSSIAN_METHOD = "Balle-Wang inverted by Brent, xtol 1e-12, stepped up to the claim's own epsilon (v1)"
+"""Part of every cached Gaussian calibration's key: a change of the search must not reuse old answers."""
+
+
+def gaussian_noise_for_epsilon(
+    target_epsilon: float, delta: float, *, cache: ArtefactCache | Literal["default"] | None = "default"
+) -> float:
+    """The smallest noise σ at which the Gaussian mechanism with sensitivity 1 is (target ε, δ)-DP: the analytic
+    Gaussian mechanism of Balle and Wang [2]_ (their exact δ(ε) of Theorem 8, :func:`balle_wang_epsilon`, inverted
+    in σ), rather than the classical σ = √(2 ln(1.25/δ))/ε, which is loose and holds only for ε < 1.
+
+    Brent's method finds σ to 1e-12; σ is then raised by relative steps of 1e-12 (doubling) until the claim's
+    own ε (:func:`gaussian_epsilon`, ``dp_accounting``'s) is at most the target, so the mechanism never claims more
+    than asked.  Calibrated once per (ε, δ) in a process and, by default, kept in the artefact cache on disk; a
+    damaged entry is recomputed.
+
+    Parameters
+    ----------
+    target_epsilon : float
+        ε > 0.
+    delta : float
+        δ in (0, 1) (at δ = 0 no finite σ gives a finite ε).
+    cache : ArtefactCache, "default" or None, default="default"
+        As in :func:`dpsgd_noise_multiplier`.
+
+    Returns
+    -------
+    float
+        σ with ``gaussian_epsilon(σ, delta) <= target_epsilon``.
+
+    Examples
+    --------
+    >>> sigma = gaussian_noise_for_epsilon(1.0, 1e-5, cache=None)
+    >>> round(sigma, 4), gaussian_epsilon(sigma, 1e-5) <= 1.0
+    (3.7306, True)
+    """
+    eps = check_real("target_epsilon", target_epsilon, low=0.0, low_open=True)
+    if isinstance(delta, int | float) and not isinstance(delta, bool) and delta == 0:
+        raise ValueError(
+            "delta must be in (0, 1) to calibrate the Gaussian mechanism's noise for an epsilon (at delta = 0 no "
+            "noise gives a finite epsilon), got 0."
+        )
+    d = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    memo = (eps, d)
+    if memo in _gaussian_calibrations:
+        return _gaussian_calibrations[memo]
+    store, key = _gaussian_cache(cache, memo)
+    hit = _read_sigma(store, key)
+    if hit is not None and gaussian_epsilon(hit, d) <= eps:
+        _gaussian_calibrations[memo] = hit
+        return hit
+    sigma = _smallest_sigma(lambda s: balle_wang_epsilon(s, d), eps, guess=1.0, xtol=1e-12)
+    step = 1e-12
+    while gaussian_epsilon(sigma, d) > eps:  # the claim's own ε, not the inversion's, decides
+        sigma *= 1.0 + step
+        step *= 2.0
+    _gaussian_calibrations[memo] = sigma
+    _write_sigma(store, key, {"sigma": sigma, "target_epsilon": eps, "delta": d})
+    return sigma
+
+
+def _read_sigma(store: ArtefactCache | None, key: str | None) -> float | None:
+    """A calibrated σ the cache holds under ``key`` (a positive finite float), or None (none, or damaged)."""
+    if store is None or key is None:
+        return None
+    hit = store.get_json(key)
+    sigma = hit.get("sigma") if isinstance(hit, dict) else None
+    return sigma if isinstance(sigma, float) and math.isfinite(sigma) and sigma > 0 else None
+
+
+def _write_sigma(store: ArtefactCache | None, key: str | None, value: dict[str, Any]) -> None:
+    """Keep a calibration in the cache; a full or read-only disk must not fail it (the cache saves time only)."""
+    if store is None or key is None:
+        return
+    try:
+        store.put_json(key, value)
+    except OSError:
+        pass
+
+
+def _gaussian_cache(
+    cache: ArtefactCache | Literal["default"] | None, memo: tuple[float, float]
+) -> tuple[ArtefactCache | None, str | None]:
+    """The cache to use for a Gaussian calibration and its key in it (``(None, None)``: none)."""
+    store, _ = _calibration_cache(cache, (memo[0], memo[1], 1.0, 1, "pld", 1e-4))
+    if store is None:
+        return None, None
+    from importlib import metadata
+
+    from privgame.core.cache import code_fingerprint, make_key
+
+    try:
+        dp_version = metadata.version("dp-accounting")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout of dp_accounting
+        dp_version = "unknown"
+    key = make_key(
+        artefact="gaussian-noise",
+        target_epsilon=memo[0],
+        delta=memo[1],
+        method=_GAUSSIAN_METHOD,
+        dp_accounting=dp_version,
+        code=code_fingerprint(__name__),
+    )
+    return store, key
+
+
 def dpsgd_claim(
     noise_multiplier: float, sampling_rate: float, steps: int, *, accountant: Accountant = "pld"
 ) -> PrivacyClaim:
@@ -448,19 +556,13 @@ def dpsgd_noise_multiplier(
     if memo in _calibrations:
         return _calibrations[memo]
     store, key = _calibration_cache(cache, memo)
-    if store is not None and key is not None:
-        hit = store.get_json(key)
-        sigma = hit.get("sigma") if isinstance(hit, dict) else None
-        if isinstance(sigma, float) and math.isfinite(sigma) and sigma > 0:
-            _calibrations[memo] = sigma
-            return sigma
+    hit = _read_sigma(store, key)
+    if hit is not None:
+        _calibrations[memo] = hit
+        return hit
     sigma = _calibrate_dpsgd(eps, d, q, t, accountant, tol)
     _calibrations[memo] = sigma
-    if store is not None and key is not None:
-        try:
-            store.put_json(key, {"sigma": sigma, "target_epsilon": eps, "delta": d, "sampling_rate": q, "steps": t})
-        except OSError:  # the cache saves time only; a full or read-only disk must not fail the calibration
-            pass
+    _write_sigma(store, key, {"sigma": sigma, "target_epsilon": eps, "delta": d, "sampling_rate": q, "steps": t})
     return sigma
 
 

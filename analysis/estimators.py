@@ -17,6 +17,9 @@ name                      bound                                                 
 ``order_stats_pld``       ... with DP-SGD's PLD family for its own q and T                             product
 ``clopper_pearson``       Clopper–Pearson intervals on FPR and FNR (:mod:`privgame.analysis.multi_run`)         runs
 ``gdp``                   the GDP-derived multi-run bound (Gaussian mechanisms)                        runs
+``gauss_fit``             NOT a bound: a parametric estimate, a Gaussian fitted to each side's scores   one run
+                          (:mod:`privgame.analysis.gaussian_fit`, Agrawal et al. 2026); columns
+                          ``gauss_fit.epsilon_estimate``, no verdict
 ========================  ===========================================================================  ==========
 
 The mechanism-matched family (``fdp``) comes from the mechanism's ``PrivacyClaim``
@@ -24,6 +27,10 @@ The mechanism-matched family (``fdp``) comes from the mechanism's ``PrivacyClaim
 Gaussian mechanism, PLD for DP-SGD.  A named family that does not contain the mechanism's trade-off curve can give
 a "bound" above its true ε (SPEC §1: 1.646 at true ε = 1), so it is refused unless ``allow_unmatched_family`` is
 set, and then its column says so (``fdp_gaussian_unmatched``).
+
+An estimate (:data:`ESTIMATES`) is not a confidence bound: it has its own columns (``<label>.epsilon_estimate``, no
+``epsilon_lb``, ceiling or verdict), needs δ > 0, and is refused as a config's only estimator (the game's
+``epsilon_lb`` and its verdict come from a bound).
 
 References
 ----------
@@ -34,13 +41,15 @@ References
 .. [3] Z. Xiang, T. Wang, H. Xiao, Y. Tian, D. Wang. Tight Privacy Audit in One Run. arXiv:2509.08704, 2025.
 .. [4] M. Jagielski, J. Ullman, A. Oprea. Auditing Differentially Private Machine Learning. NeurIPS 2020,
    arXiv:2006.07709.
+.. [5] A. Agrawal, Y. Wei, J. Singh, M. Magdon-Ismail, V. Zikas. Let's Ask Gauss: Improved One-Run Privacy
+   Auditing. arXiv:2606.12733, 2026.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privgame.analysis._checks import UNSTATED_DEPENDENCE
 from privgame.analysis._result import AuditResult
@@ -52,7 +61,11 @@ from privgame.analysis.families import (
     unmatched_reason,
 )
 
+if TYPE_CHECKING:
+    from privgame.analysis.gaussian_fit import GaussianFit
+
 __all__ = [
+    "ESTIMATES",
     "ESTIMATORS",
     "MULTI_RUN",
     "ONE_RUN",
@@ -60,6 +73,7 @@ __all__ = [
     "Estimator",
     "bound_from_counts",
     "bound_from_scores",
+    "estimate_from_scores",
     "resolve_estimators",
 ]
 
@@ -67,7 +81,8 @@ FAMILY_TESTS = ("fdp", "order_stats")  # the estimators that take a family: each
 ONE_RUN = ("steinke", *(n for t in FAMILY_TESTS for n in (t, *(f"{t}_{f}" for f in FAMILY_NAMES))))
 UNSTATED = UNSTATED_DEPENDENCE  # the dependence assumed where a caller does not say: refused by order_stats
 MULTI_RUN = ("clopper_pearson", "gdp")
-ESTIMATORS = (*ONE_RUN, *MULTI_RUN)
+ESTIMATES = ("gauss_fit",)  # parametric estimates of one run's ε, not confidence bounds: their own columns
+ESTIMATORS = (*ONE_RUN, *MULTI_RUN, *ESTIMATES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +106,14 @@ class Estimator:
 
     @property
     def test(self) -> str:
-        """The test behind the name: ``"steinke"``, ``"fdp"``, ``"order_stats"``, ``"clopper_pearson"``, ``"gdp"``."""
+        """The test behind the name: ``"steinke"``, ``"fdp"``, ``"order_stats"``, ``"clopper_pearson"``, ``"gdp"``
+        (``"gauss_fit"`` for the estimate)."""
         return _test_of(self.name)
+
+    @property
+    def is_estimate(self) -> bool:
+        """Whether it is a parametric estimate (:data:`ESTIMATES`), not a confidence bound."""
+        return self.name in ESTIMATES
 
 
 def _test_of(name: str) -> str:
@@ -134,8 +155,9 @@ def resolve_estimators(
     ValueError
         For an unknown or repeated name, an empty list, an estimator the game cannot feed (one-run estimators need
         a one-run game, ``clopper_pearson`` and ``gdp`` need runs), a Gaussian or GDP bound at δ = 0, a ``pld``
-        family for a mechanism that is not DP-SGD, no matched family for ``fdp``, or an unmatched family without
-        ``allow_unmatched_family``.
+        family for a mechanism that is not DP-SGD, no matched family for ``fdp``, an unmatched family without
+        ``allow_unmatched_family``, or an estimate (``gauss_fit``) in the multi-run game, at δ = 0 or named
+        without any bound.
     """
     if isinstance(names, str) or not isinstance(names, Sequence):
         raise ValueError(f"estimators must be a list of names from {', '.join(ESTIMATORS)}, got {names!r}.")
@@ -147,6 +169,9 @@ def resolve_estimators(
             raise ValueError(f"estimators: unknown estimator {name!r}; valid: {', '.join(ESTIMATORS)}.")
         if any(e.name == name for e in out):
             raise ValueError(f"estimators: {name!r} is named twice.")
+        if name in ESTIMATES:
+            out.append(_resolve_estimate(name, delta, has_runs))
+            continue
         if has_runs and name in ONE_RUN:
             raise ValueError(
                 f"estimators: {name!r} bounds one run on m canaries; this game repeats the mechanism "
@@ -172,7 +197,28 @@ def resolve_estimators(
                 f"estimators: {twin.name!r} and {name!r} are the same bound here ({resolved.label}); name it once."
             )
         out.append(resolved)
+    if all(e.is_estimate for e in out):
+        raise ValueError(
+            f"estimators: {', '.join(repr(e.name) for e in out)} is an estimate (parametric, not a confidence "
+            f"bound) and gives no epsilon_lb nor verdict; name a bound as well (one of "
+            f"{', '.join(MULTI_RUN if has_runs else ONE_RUN)})."
+        )
     return out
+
+
+def _resolve_estimate(name: str, delta: float, has_runs: bool) -> Estimator:
+    if has_runs:
+        raise ValueError(
+            f"estimators: {name!r} is an estimate from one run's member and non-member canary scores; this game "
+            f"repeats the mechanism (use {' or '.join(MULTI_RUN)})."
+        )
+    if delta <= 0.0:
+        raise ValueError(
+            f"estimators: {name!r} needs [analysis] delta > 0 (two different Gaussians have no finite ε at δ = 0; "
+            f"it defaults to 0), got {delta}: set [analysis] delta, for example to the δ at which the mechanism's ε "
+            "is claimed."
+        )
+    return Estimator(name, name)
 
 
 def bound_from_counts(estimator: Estimator, m: int, r: int, v: int, *, confidence: float, delta: float) -> float:
@@ -182,6 +228,8 @@ def bound_from_counts(estimator: Estimator, m: int, r: int, v: int, *, confidenc
 
     if estimator.name in MULTI_RUN:
         raise ValueError(f"{estimator.name!r} bounds repeated runs, not one run's guess counts.")
+    if estimator.is_estimate:
+        raise ValueError(f"{estimator.name!r} is an estimate from scores, not a bound from guess counts.")
     if estimator.family is None:
         return one_run.epsilon_lower_bound(m, r, v, delta=delta, confidence=confidence)
     test = order_stats if estimator.test == "order_stats" else fdp
@@ -202,6 +250,8 @@ def bound_from_scores(
     (:mod:`privgame.analysis.thresholds`; Bonferroni over 100 label-free candidates by default)."""
     from privgame.analysis import fdp, multi_run, one_run, order_stats
 
+    if estimator.is_estimate:
+        raise ValueError(f"{estimator.name!r} is an estimate, not a bound: use estimate_from_scores.")
     common = {"confidence": confidence, "delta": delta, "threshold": threshold}
     if estimator.name == "clopper_pearson":
         return multi_run.audit_scores(in_scores, out_scores, **common)
@@ -211,6 +261,18 @@ def bound_from_scores(
         return one_run.audit_scores(in_scores, out_scores, two_sided=two_sided, **common)
     test = order_stats if estimator.test == "order_stats" else fdp
     return test.audit_scores(in_scores, out_scores, family=estimator.family, two_sided=two_sided, **common)
+
+
+def estimate_from_scores(
+    estimator: Estimator, in_scores: Any, out_scores: Any, *, confidence: float, delta: float
+) -> GaussianFit:
+    """An estimate's fit of member and non-member scores (:func:`privgame.analysis.gaussian_fit.gaussian_fit`): an
+    estimate, not a confidence bound; it uses every score, whatever the threshold rule."""
+    from privgame.analysis.gaussian_fit import gaussian_fit
+
+    if not estimator.is_estimate:
+        raise ValueError(f"{estimator.name!r} is a bound: use bound_from_scores or bound_from_counts.")
+    return gaussian_fit(in_scores, out_scores, delta=delta, confidence=confidence)
 
 
 def _resolve(name: str, claim: Any, delta: float, allow: bool) -> Estimator:

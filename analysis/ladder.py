@@ -25,7 +25,7 @@ from privgame.analysis import multi_run, one_run
 from privgame.analysis.accounting import gaussian_epsilon
 from privgame.analysis.thresholds import Bonferroni, ThresholdStrategy
 
-__all__ = ["LADDER", "PRODUCT_MODEL", "gaussian_ladder", "ladder", "plot_ladder"]
+__all__ = ["LADDER", "PRODUCT_MODEL", "figure_ladder", "gaussian_ladder", "ladder", "plot_ladder"]
 
 Estimator = Callable[[np.ndarray, np.ndarray, float, float, ThresholdStrategy], float]
 
@@ -158,7 +158,7 @@ def gaussian_ladder(
 def plot_ladder(
     table: pd.DataFrame, path: str | Path, *, title: str | None = None, truth_label: str = "true ε"
 ) -> Path:
-    """Grouped bars: for each setting, every estimator's bound, with the true ε as a dashed line.
+    """Grouped bars: for each setting, every estimator's bound, with the true ε as a dashed line, into a file.
 
     Parameters
     ----------
@@ -169,26 +169,67 @@ def plot_ladder(
     title : str or None, default=None
     truth_label : str, default="true ε"
         The dashed line's label: "true ε" on scores of a known mechanism, "analytic ε" on an experiment's.
+
+    Returns
+    -------
+    Path
+        The written file (atomically: a kill leaves the old figure or the new one).
     """
-    import matplotlib
+    from privgame.analysis._figures import check_suffix, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    _check_ladder_table(table)
+    out = check_suffix(path)
+    return save(figure_ladder(table, title=title, truth_label=truth_label), out)
 
+
+def _check_ladder_table(table: pd.DataFrame) -> None:
     missing = [c for c in ("setting", "estimator", "epsilon") if c not in table.columns]
     if missing:
         raise ValueError(f"table must have the columns {missing}.")
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise ValueError(f"path must end in .png, .pdf or .svg, got {str(out)!r}.")
+
+
+def figure_ladder(table: pd.DataFrame, *, title: str | None = None, truth_label: str = "true ε", ax: Any = None) -> Any:
+    """Grouped bars: for each setting, every estimator's bound, with the true ε as a dashed line (no file written).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``setting, estimator, epsilon`` and optionally ``epsilon_true`` (one value per setting), as
+        :func:`gaussian_ladder` and :func:`privgame.engine.report.ladder_results` give.
+    title : str or None, default=None
+    truth_label : str, default="true ε"
+        The dashed line's label.
+    ax : matplotlib Axes or None, default=None
+        Draw into this axes instead of a new figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        A plain Figure (not registered with pyplot), or ``ax``'s.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing or the table has no row.
+    TypeError
+        If ``ax`` is not a matplotlib Axes.
+    """
+    from privgame.analysis._figures import new_axes, root_figure
+
+    _check_ladder_table(table)
+    if table.empty:
+        raise ValueError("table must hold at least one estimator's bound, got no rows.")
     settings = list(dict.fromkeys(table["setting"]))
     estimators = list(dict.fromkeys(table["estimator"]))
     width = 0.8 / max(len(estimators), 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(settings) + 3), 4.2), layout="constrained")
+    figure, axes = new_axes(ax, figsize=(max(6.0, 1.6 * len(settings) + 3), 4.2), what="the ladder")
+    ax = axes[0][0]
+    hatches = ("", "//", "..", "xx", "\\\\", "oo", "--", "++")  # each estimator's bars read in black and white too
     for j, name in enumerate(estimators):
         part = table[table["estimator"] == name].set_index("setting")
         values = [float(part["epsilon"].get(s, math.nan)) for s in settings]
-        ax.bar(np.arange(len(settings)) + (j - (len(estimators) - 1) / 2) * width, values, width, label=name)
+        offset = np.arange(len(settings)) + (j - (len(estimators) - 1) / 2) * width
+        ax.bar(offset, values, width, label=name, hatch=hatches[j % len(hatches)], edgecolor="black", linewidth=0.5)
     if "epsilon_true" in table.columns:
         for i, s in enumerate(settings):
             truth = float(table.loc[table["setting"] == s, "epsilon_true"].iloc[0])
@@ -200,11 +241,4 @@ def plot_ladder(
     if title:
         ax.set_title(title)
     ax.legend(fontsize="x-small", loc="upper left")
-    from privgame.core.outputs import atomic_output
-
-    try:
-        with atomic_output(out, what="the ladder") as tmp:  # a kill leaves the old figure or the new one
-            fig.savefig(tmp)
-    finally:
-        plt.close(fig)
-    return out
+    return root_figure(figure)

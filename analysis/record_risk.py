@@ -38,7 +38,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from privgame.analysis._checks import check_confidence, check_int, check_membership, check_real, check_scores
+from privgame.analysis._checks import (
+    check_confidence,
+    check_int,
+    check_membership,
+    check_real,
+    check_score_matrix,
+    check_scores,
+)
 from privgame.analysis._figures import check_suffix, new_axes, root_figure, save
 
 if TYPE_CHECKING:
@@ -51,6 +58,7 @@ __all__ = [
     "auc",
     "auc_difference_interval",
     "auc_interval",
+    "column_tpr_at_fpr",
     "figure_risk_scatter",
     "miss_rate",
     "miss_rate_table",
@@ -385,8 +393,9 @@ def tpr_at_fpr(scores: ArrayLike, labels: ArrayLike, fpr: float) -> tuple[float,
     Returns
     -------
     tpr, realised_fpr : float
-        ``(0.0, 0.0)`` when only "guess nobody" satisfies the constraint.  Report both (SPEC §8: never the nominal
-        FPR alone): with n₀ non-members the realised FPR is a multiple of 1/n₀ and can be well below ``fpr``.
+        ``(0.0, 0.0)`` when no threshold but "guess nobody" finds a member within the constraint.  Report both
+        (SPEC §8: never the nominal FPR alone): with n₀ non-members the realised FPR is a multiple of 1/n₀ and can
+        be well below ``fpr``.
 
     Raises
     ------
@@ -409,11 +418,92 @@ def tpr_at_fpr(scores: ArrayLike, labels: ArrayLike, fpr: float) -> tuple[float,
     fp = neg.size - np.searchsorted(neg, thresholds, side="left")
     tp = pos.size - np.searchsorted(pos, thresholds, side="left")
     ok = fp / neg.size <= level
-    if not np.any(ok):
+    best_tp = tp[ok].max() if np.any(ok) else 0
+    if best_tp == 0:  # "guess nobody" (t = +inf) reaches TPR 0 with no false positive
         return 0.0, 0.0
-    best_tp = tp[ok].max()
     best_fp = fp[ok & (tp == best_tp)].min()
     return float(best_tp / pos.size), float(best_fp / neg.size)
+
+
+def column_tpr_at_fpr(
+    scores: ArrayLike, member: ArrayLike, fprs: Sequence[float], *, valid: ArrayLike | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`tpr_at_fpr` of every column of a score matrix at once: each record's own ROC over its models.
+
+    Column x holds one record's scores under M target models, ``member[:, x]`` whether each model trained on it;
+    the result is what ``tpr_at_fpr(scores[v, x], member[v, x], f)`` returns for each column x and FPR f, v the
+    column's valid pairs, computed for all columns together (sorted once per column, O(M N log M)).
+
+    Parameters
+    ----------
+    scores : array-like of shape (M, N)
+        ``scores[j, x]``: model j's score for record x, higher = member; finite where valid.
+    member : array-like of bool of shape (M, N)
+        Whether model j trained on record x (booleans, or integers 0/1).
+    fprs : sequence of float
+        The nominal false-positive rates, each in [0, 1].
+    valid : array-like of bool of shape (M, N) or None, default=None
+        The pairs to count (``None``: all); an invalid pair's score is ignored, whatever it is (NaN included).
+
+    Returns
+    -------
+    tpr, realised_fpr : ndarray of shape (len(fprs), N)
+        Row i, column x: :func:`tpr_at_fpr` of record x at ``fprs[i]``; NaN for a record without a valid member or
+        non-member pair (its ROC is undefined).
+
+    Raises
+    ------
+    ValueError
+        For matrices of other shapes, a non-finite valid score, an FPR outside [0, 1].
+    TypeError
+        For scores that are not real numbers, or a membership that is not boolean.
+
+    Examples
+    --------
+    >>> tpr, fpr = column_tpr_at_fpr([[0.9, 1.0], [0.7, 2.0], [0.8, 3.0], [0.1, 4.0]],
+    ...                              [[1, 0], [1, 0], [0, 1], [0, 1]], [0.5])
+    >>> tpr.tolist(), fpr.tolist()
+    ([[1.0, 1.0]], [[0.5, 0.0]])
+    """
+    raw = np.asarray(scores)
+    keep = np.ones(raw.shape, dtype=bool) if valid is None else np.asarray(valid)
+    if keep.shape != raw.shape or keep.dtype != np.bool_:
+        raise ValueError(
+            f"valid must be a boolean array of the shape of scores {raw.shape}, got {keep.dtype} of shape {keep.shape}."
+        )
+    if np.issubdtype(raw.dtype, np.number):
+        raw = np.where(keep, raw, 0)  # an invalid pair's score may be NaN: never looked at
+    s, m = check_score_matrix(raw, member, min_models=1)
+    levels = [check_real(f"fprs[{i}]", f, low=0.0, high=1.0) for i, f in enumerate(fprs)]
+    n_models, n_records = s.shape
+    pos, neg = keep & m, keep & ~m
+    n_pos, n_neg = pos.sum(axis=0), neg.sum(axis=0)
+    # each column's valid scores in descending order, the invalid ones last; a tie counts up to its group's end
+    order = np.argsort(np.where(keep, -s, np.inf), axis=0, kind="stable")
+    ranked = np.take_along_axis(np.where(keep, s, -np.inf), order, axis=0)
+    is_valid = np.take_along_axis(keep, order, axis=0)
+    tp_run = np.cumsum(np.take_along_axis(pos, order, axis=0), axis=0)
+    fp_run = np.cumsum(np.take_along_axis(neg, order, axis=0), axis=0)
+    last = np.ones_like(ranked, dtype=bool)
+    last[:-1] = ranked[:-1] != ranked[1:]
+    rows = np.arange(n_models)[:, None]
+    group_end = np.minimum.accumulate(np.where(last, rows, n_models)[::-1], axis=0)[::-1]
+    tp = np.take_along_axis(tp_run, group_end, axis=0)  # members with score >= the threshold at this row
+    fp = np.take_along_axis(fp_run, group_end, axis=0)
+    defined = (n_pos > 0) & (n_neg > 0)
+    tpr = np.full((len(levels), n_records), np.nan)
+    realised = np.full((len(levels), n_records), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fp_rate = fp / n_neg
+    for i, level in enumerate(levels):
+        ok = is_valid & (fp_rate <= level)  # an upper set of thresholds: fp only falls as the threshold rises
+        best_tp = np.where(ok, tp, -1).max(axis=0)
+        best_fp = np.where(ok & (tp == best_tp), fp, np.iinfo(np.int64).max).min(axis=0)
+        some = best_tp > 0  # else "guess nobody": TPR 0 at FPR 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tpr[i] = np.where(defined, np.where(some, best_tp / n_pos, 0.0), np.nan)
+            realised[i] = np.where(defined, np.where(some, best_fp / n_neg, 0.0), np.nan)
+    return tpr, realised
 
 
 # ------------------------------------------------------------------------------------------ comparing two risk vectors

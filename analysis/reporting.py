@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # tables arrive as DataFrames; pandas itself is not needed to
     from matplotlib.figure import Figure
 
 __all__ = [
+    "LINE_DASHES",
+    "LINE_MARKERS",
     "PARAMETER_NAMES",
     "TABLE_FORMATS",
     "estimator_labels_of",
@@ -27,6 +29,7 @@ __all__ = [
     "format_table",
     "ladder_latex",
     "latex_header",
+    "line_style",
     "plot_estimator_ladder",
     "plot_lower_bounds",
     "plot_roc_curves",
@@ -123,18 +126,23 @@ def plot_lower_bounds(
     *,
     group_by: Sequence[str] = (),
     title: str | None = None,
+    subtitle: str | None = None,
     bound: str = "epsilon_lb_median",
     band: tuple[str, str] | None = ("epsilon_lb_min", "epsilon_lb_max"),
+    estimators: Sequence[str] | None = None,
+    confidence: float | Sequence[float] | None = None,
+    own_estimator: str | None = None,
 ) -> Path:
-    """Plot the empirical ε lower bound against the analytic ε, with the diagonal, into a file.
+    """Plot every estimator's empirical ε lower bound and its ceiling against the analytic ε, with the diagonal,
+    into a file.
 
     Parameters
     ----------
     summary : DataFrame
-        Columns ``epsilon_analytic``, ``bound`` and the two ``band`` columns.
+        As in :func:`figure_lower_bounds`.
     path : str or Path
         Output file; the suffix (``.png``, ``.pdf``, ``.svg``) chooses the format.
-    group_by, title, bound, band
+    group_by, title, subtitle, bound, band, estimators, confidence, own_estimator
         As in :func:`figure_lower_bounds`, which draws the figure.
 
     Returns
@@ -142,8 +150,88 @@ def plot_lower_bounds(
     Path
         The written file.
     """
-    figure = figure_lower_bounds(summary, group_by=group_by, title=title, bound=bound, band=band)
-    return save(figure, check_suffix(path))
+    out = check_suffix(path)
+    figure = figure_lower_bounds(
+        summary,
+        group_by=group_by,
+        title=title,
+        subtitle=subtitle,
+        bound=bound,
+        band=band,
+        estimators=estimators,
+        confidence=confidence,
+        own_estimator=own_estimator,
+    )
+    return save(figure, out)
+
+
+#: the lower-bound figure's lines: marker and dash pattern, so that no line is told apart by its colour alone
+#: (7 markers and 4 dash patterns: the first 28 lines each get a pair of their own)
+LINE_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X")
+LINE_DASHES: tuple[str, ...] = ("-", "--", "-.", ":")
+
+#: how the lower-bound figure's axis names the games' headline columns
+_BOUND_TEXT = {
+    "epsilon_lb_median": "median over the trials",
+    "epsilon_lb": "pooled over every run: epsilon_lb",
+}
+
+#: points between the min–max bars of neighbouring lines at the same analytic ε, so that each stays visible
+_DODGE_POINTS = 4.0
+
+
+def line_style(index: int) -> dict[str, Any]:
+    """The colour, marker and dash pattern of the lower-bound figure's line ``index`` (0, 1, ...)."""
+    return {
+        "color": f"C{index % 10}",
+        "marker": LINE_MARKERS[index % len(LINE_MARKERS)],
+        "linestyle": LINE_DASHES[index % len(LINE_DASHES)],
+    }
+
+
+def _lower_bound_labels(summary: pd.DataFrame, bound: str, estimators: Sequence[str] | None) -> list[str]:
+    """The estimators to draw: ``estimators`` as given, else every ``<label>.<bound>`` column's label in column
+    order; ``[""]`` (the bare ``bound`` column) where the summary has none."""
+    if estimators is not None:
+        if isinstance(estimators, str):
+            raise TypeError(f"estimators must be a sequence of estimator labels or None, got {estimators!r}.")
+        return list(estimators) or [""]
+    suffix = f".{bound}"
+    labels = [
+        c.removesuffix(suffix)
+        for c in summary.columns
+        if c.endswith(suffix) and not c.startswith(("game.", "mechanism.", "attack.", "analysis."))
+    ]
+    return labels or [""]
+
+
+def _trials_text(summary: pd.DataFrame, *, per: str = "ε") -> str | None:
+    """``n = 20 trials per ε`` (``n = 18–20`` where the grid points differ; a multi-run audit adds its pooled
+    runs) from the summary's ``n_trials`` (and ``n_runs``) column; None without one."""
+    if "n_trials" not in summary.columns:
+        return None
+    counts = summary["n_trials"].dropna().astype(int)
+    if counts.empty:
+        return None
+    low, high = int(counts.min()), int(counts.max())
+    text = f"n = {_span(low, high)} trial{'s' if high != 1 else ''} per {per}"
+    if "n_runs" in summary.columns and summary["n_runs"].notna().any():
+        runs = summary["n_runs"].dropna().astype(int)
+        text += f" ({_span(int(runs.min()), int(runs.max()))} runs pooled)"
+    return text
+
+
+def _span(low: int, high: int) -> str:
+    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
+
+
+def _confidence_text(confidence: float | Sequence[float]) -> str:
+    """``95 % confidence`` (``90 %, 95 % confidence`` for several)."""
+    values = [confidence] if isinstance(confidence, int | float | np.floating) else list(confidence)
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float | np.floating) or not 0 < value < 1:
+            raise ValueError(f"confidence must be a number in (0, 1) or a sequence of them, got {confidence!r}.")
+    return ", ".join(f"{100 * float(v):g} %" for v in sorted(set(values))) + " confidence"
 
 
 def figure_lower_bounds(
@@ -151,26 +239,57 @@ def figure_lower_bounds(
     *,
     group_by: Sequence[str] = (),
     title: str | None = None,
+    subtitle: str | None = None,
     bound: str = "epsilon_lb_median",
     band: tuple[str, str] | None = ("epsilon_lb_min", "epsilon_lb_max"),
+    estimators: Sequence[str] | None = None,
+    confidence: float | Sequence[float] | None = None,
+    own_estimator: str | None = None,
     ax: Axes | None = None,
 ) -> Figure:
-    """The empirical ε lower bound against the analytic ε, with the diagonal, as a figure (no file written).
+    """Every estimator's empirical ε lower bound against the analytic ε, with its min–max over the trials, its
+    ceiling and the diagonal, as a figure (no file written).
+
+    One line per estimator (and per group of ``group_by``), named by the estimator's label in the legend; each line
+    has a marker and a dash pattern of its own (:func:`line_style`), so the figure reads in black and white. Where
+    the game has a band (``band``), each point carries a bar from the min to the max over the trials; the bars of
+    the lines at one analytic ε are set a few points apart so that none hides another.  The estimator's ceiling
+    (``<label>.ceiling``: the bound its guesses would give were every guess right, docs/estimators.md#ceilings) is
+    drawn as a thin line of the same style with hollow markers, named "<label>: ceiling" in the legend.  The title
+    holds ``title``, the number of trials per grid point (``n_trials``; a multi-run audit's pooled ``n_runs``) and
+    the confidence, then ``subtitle``.
 
     Parameters
     ----------
     summary : DataFrame
-        Columns ``epsilon_analytic``, ``bound`` and the two ``band`` columns.
+        One row per grid point: ``epsilon_analytic`` and, per estimator label, ``<label>.<bound>``, the two
+        ``<label>.<band>`` columns and optionally ``<label>.ceiling``; a summary without labelled columns is drawn
+        from its bare ``bound``, ``band`` and ``ceiling`` columns.  ``n_trials`` (and ``n_runs``) go into the title
+        where present; an ``analysis.confidence`` column (an analysis sweep) gives the confidence.
     group_by : sequence of str, default=()
-        Columns whose values get one line each (e.g. a swept number of canaries).
+        Columns whose values get one line each (e.g. a swept number of canaries), per estimator.
     title : str or None, default=None
+        The experiment's name.
+    subtitle : str or None, default=None
+        A line of context under the trials and the confidence (δ, m, the guessing rule).
     bound : str, default="epsilon_lb_median"
-        The column drawn as the lower bound: the game's headline figure (the median over trials of a one-run
-        audit; the pooled ``epsilon_lb`` of a multi-run audit, whose single trials bound little).
+        The metric drawn as the lower bound: the game's headline figure (the median over trials of a one-run audit;
+        the pooled ``epsilon_lb`` of a multi-run audit, whose single trials bound little).
     band : pair of str or None, default=("epsilon_lb_min", "epsilon_lb_max")
-        The columns of the shaded band around it (None: none).
+        The metrics of the min–max bar around it (None: none, as for a pooled bound).
+    estimators : sequence of str or None, default=None
+        The estimator labels to draw, in this order; None: every ``<label>.<bound>`` column of ``summary``, in
+        column order.
+    confidence : float, sequence of float or None, default=None
+        The confidence of every bound, for the title (an ``analysis.confidence`` column overrides it); None: not
+        stated.
+    own_estimator : str or None, default=None
+        The legend's name of the bare ``bound`` column, drawn where the summary has no ``<label>.<bound>`` column:
+        the game's own estimator (``Game.headline_estimator``: "steinke" for the one-run audit); None: the column's
+        name.
     ax : matplotlib Axes or None, default=None
-        Draw into this axes instead of a new 5 × 4 inch figure.
+        Draw into this axes instead of a new 5.5 × 5 inch figure (the legend then goes inside the axes, the title
+        above it).
 
     Returns
     -------
@@ -180,43 +299,100 @@ def figure_lower_bounds(
     Raises
     ------
     ValueError
-        If a column is missing, or no grid point has a finite analytic ε.
+        If a column is missing, no grid point has a finite analytic ε, or ``confidence`` is not in (0, 1).
+    TypeError
+        If ``estimators`` is a single string.
     """
-    required = ["epsilon_analytic", bound, *(band or ())]
+    labels = _lower_bound_labels(summary, bound, estimators)
+
+    def column(label: str, metric: str) -> str:
+        return f"{label}.{metric}" if label else metric
+
+    required = ["epsilon_analytic"] + [column(lab, m) for lab in labels for m in (bound, *(band or ()))]
     missing = [c for c in required + list(group_by) if c not in summary.columns]
     if missing:
         raise ValueError(f"summary must have the columns {missing}.")
+    if "analysis.confidence" in summary.columns:
+        confidence = [float(v) for v in summary["analysis.confidence"].dropna()]
+    stated = _confidence_text(confidence) if confidence is not None else None
     data = summary[np.isfinite(summary["epsilon_analytic"].to_numpy(dtype=float))]
     if data.empty:
         raise ValueError("no grid point has a finite analytic ε to plot against.")
-    figure, axes = new_axes(ax, figsize=(5.0, 4.0), what="the lower-bound figure")
+    own = ax is None
+    figure, axes = new_axes(ax, figsize=(5.5, 5.0), what="the lower-bound figure")
     ax = axes[0][0]
-    groups = data.groupby(list(group_by), sort=True) if group_by else [((), data)]
+    groups = list(data.groupby(list(group_by), sort=True)) if group_by else [((), data)]
+    n_lines = len(groups) * len(labels)
+    top = float(np.nanmax(data["epsilon_analytic"]))
+    highest = top
+    index = 0
     for key, part in groups:
         part = part.sort_values("epsilon_analytic")
         x = part["epsilon_analytic"].to_numpy(dtype=float)
-        label = (
-            ", ".join(
-                f"{PARAMETER_NAMES.get(c, (c, c))[0]}={v:g}" if isinstance(v, float) else f"{c}={v}"
-                for c, v in zip(group_by, key, strict=True)
-            )
-            or bound
+        group = ", ".join(
+            f"{PARAMETER_NAMES.get(c, (c, c))[0]}={v:g}" if isinstance(v, float) else f"{c}={v}"
+            for c, v in zip(group_by, key if isinstance(key, tuple) else (key,), strict=True)
         )
-        (line,) = ax.plot(x, part[bound], marker="o", label=label)
-        if band is not None:
-            ax.fill_between(x, part[band[0]], part[band[1]], color=line.get_color(), alpha=0.2, linewidth=0)
-    top = float(np.nanmax(data["epsilon_analytic"]))
-    ax.plot([0, top], [0, top], color="grey", linestyle="--", linewidth=1, label="ε lower bound = analytic ε")
-    ax.set_xlabel("analytic ε")
-    ax.set_ylabel(f"empirical ε lower bound ({bound})")
+        for label in labels:
+            name = ", ".join(p for p in (group, label or own_estimator or bound) if p)
+            style = line_style(index)
+            shift = (index - (n_lines - 1) / 2) * _DODGE_POINTS
+            where = ax.transData if shift == 0 else _shifted(ax, shift)
+            y = part[column(label, bound)].to_numpy(dtype=float)
+            ax.plot(x, y, label=name, linewidth=1.5, markersize=5, transform=where, **style)
+            drawn = [y]
+            if band is not None:
+                low = part[column(label, band[0])].to_numpy(dtype=float)
+                high = part[column(label, band[1])].to_numpy(dtype=float)
+                ax.vlines(x, low, high, colors=style["color"], linewidth=1.0, transform=where)
+                drawn += [low, high]
+            ceiling_column = column(label, "ceiling")
+            if ceiling_column in part.columns:
+                ceiling = part[ceiling_column].to_numpy(dtype=float)
+                if np.isfinite(ceiling).any():
+                    ax.plot(
+                        x,
+                        ceiling,
+                        label=f"{name}: ceiling (every guess right)",
+                        linewidth=0.8,
+                        markersize=4,
+                        markerfacecolor="none",
+                        transform=where,
+                        **style,
+                    )
+                    drawn.append(ceiling)
+            values = np.concatenate(drawn)
+            if np.isfinite(values).any():
+                highest = max(highest, float(np.nanmax(np.where(np.isfinite(values), values, np.nan))))
+            index += 1
+    ax.plot([0, top], [0, top], color="grey", linewidth=1, label="ε lower bound = analytic ε")
     if band is not None:
-        ax.plot([], [], color="grey", alpha=0.4, linewidth=6, label=f"band: {band[0]} to {band[1]}")
+        ax.plot([], [], color="black", marker="|", markersize=9, linestyle="none", label="bar: min–max over the trials")
+    ax.set_xlabel("analytic ε")
+    ax.set_ylabel(f"empirical ε lower bound ({_BOUND_TEXT.get(bound, bound)})")
     ax.set_xlim(0, top * 1.05)
-    ax.set_ylim(0, top * 1.05)
-    if title:
-        ax.set_title(title, fontsize="small")
-    ax.legend(loc="upper left", fontsize="x-small")
+    ax.set_ylim(0, highest * 1.05)
+    heading = [title] if title else []
+    facts = [t for t in (_trials_text(data, per="point" if group_by else "ε"), stated) if t]
+    if facts:
+        heading.append(", ".join(facts))
+    if subtitle:
+        heading.append(subtitle)
+    if heading:
+        ax.set_title("\n".join(heading), fontsize="small")
+    if own:
+        handles, names = ax.get_legend_handles_labels()
+        figure.legend(handles, names, loc="outside lower center", ncols=2, fontsize="x-small")
+    else:
+        ax.legend(loc="best", fontsize="x-small")
     return root_figure(figure)
+
+
+def _shifted(ax: Axes, points: float) -> Any:
+    """``ax``'s data coordinates moved ``points`` typographic points to the right (a line's dodge)."""
+    from matplotlib.transforms import offset_copy
+
+    return offset_copy(ax.transData, fig=root_figure(ax.figure), x=points, y=0.0, units="points")
 
 
 def plot_roc_curves(

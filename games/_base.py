@@ -73,6 +73,12 @@ class AnalysisSettings:
     allow_dependent_canaries : bool, default=False
         Run the order-statistics audit (``order_stats``) on a mechanism whose canaries are not independent channels
         (its columns labelled ``_dependent``; its bound is then not guaranteed) instead of refusing the config.
+    sequential : bool, default=False
+        Audit sequentially (:mod:`privgame.games.sequential`): read the trials in repetition order with an
+        anytime-valid test and stop playing a grid point as soon as its claim is refuted (one-run games only).
+    budget : int or None, default=None
+        The most repetitions a sequential audit reads (the experiment's repetitions), bound by the runner and the
+        report; not part of the config.
     claim : PrivacyClaim or None, default=None
         The grid point's mechanism's claim, bound by the runner (:meth:`bind`); not part of the config.
     dependence : str or None, default=UNSTATED_DEPENDENCE
@@ -87,6 +93,8 @@ class AnalysisSettings:
     two_sided: bool = False
     allow_unmatched_family: bool = False
     allow_dependent_canaries: bool = False
+    sequential: bool = False
+    budget: int | None = field(default=None, compare=False, repr=False)
     claim: Any = field(default=None, compare=False, repr=False)
     dependence: str | None = field(default=UNSTATED_DEPENDENCE, compare=False, repr=False)
 
@@ -100,7 +108,7 @@ class AnalysisSettings:
                 raise ValueError(f"estimators must be a list of estimator names, got {self.estimators!r}.")
             object.__setattr__(self, "estimators", tuple(self.estimators))
         object.__setattr__(self, "threshold", check_threshold(self.threshold))
-        for name in ("two_sided", "allow_unmatched_family", "allow_dependent_canaries"):
+        for name in ("two_sided", "allow_unmatched_family", "allow_dependent_canaries", "sequential"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}.")
 
@@ -113,6 +121,7 @@ class AnalysisSettings:
         "two_sided",
         "allow_unmatched_family",
         "allow_dependent_canaries",
+        "sequential",
     )
 
     @property
@@ -130,6 +139,7 @@ class AnalysisSettings:
             "two_sided": False,
             "allow_unmatched_family": False,
             "allow_dependent_canaries": False,
+            "sequential": False,
         }
         for key, default in defaults.items():
             value = getattr(self, key)
@@ -144,6 +154,11 @@ class AnalysisSettings:
         """These settings for a mechanism with ``claim`` (its ``PrivacyClaim``, or None) and ``dependence`` (its
         ``canary_dependence``: None when its canaries are independent channels)."""
         return dataclasses.replace(self, claim=claim, dependence=dependence)
+
+    def with_budget(self, repetitions: int) -> AnalysisSettings:
+        """These settings with a sequential audit's ``budget`` (the experiment's repetitions); as they are when the
+        audit is not sequential."""
+        return dataclasses.replace(self, budget=repetitions) if self.sequential else self
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +264,9 @@ class Game(ABC):
     # analytic ε) and the columns of the band drawn around it (None: no band)
     headline: ClassVar[str] = "epsilon_lb_median"
     headline_band: ClassVar[tuple[str, str] | None] = ("epsilon_lb_min", "epsilon_lb_max")
+    # the estimator label that names the headline in a figure's legend when no ``[analysis] estimators`` are chosen
+    # (the game's own bound, stored in bare columns); None: the headline column's name
+    headline_estimator: ClassVar[str | None] = None
     # how the game bounds ε from scores, for ``[analysis] estimators`` and ``threshold`` (privgame.games.bounds):
     # "one-run" (one run on m canaries), "runs" (repeated runs), or None (the game does not take them)
     bound_kind: ClassVar[str | None] = None
@@ -334,6 +352,20 @@ class Game(ABC):
         """The trial's row and its per-record rows (what the runner stores); games that compute both from the same
         work override this to do it once."""
         return self.analyse_trial(outcome, settings, seed=seed), self.record_rows(outcome, settings, seed=seed)
+
+    #: How a report titles :meth:`shared_columns` (the game's statistics of the set of models, not of the attack).
+    shared_title: ClassVar[str] = ""
+
+    def shared_columns(self) -> tuple[str, ...]:
+        """Summary columns that describe what every attack on the same models shares (LiRA's calibration of the
+        models' confidences), which a plain report shows once per set of models instead of in every attack's row;
+        ``()`` (the default): none."""
+        return ()
+
+    def summary_notes(self, summary: pd.DataFrame) -> list[str]:
+        """Warnings a report prints under the summary, where a figure is not what it seems (one line each);
+        ``[]`` (the default): none."""
+        return []
 
     def brief_columns(self) -> tuple[str, ...] | None:
         """The summary columns a plain, Markdown or LaTeX report shows, for games with many (``--format csv``

@@ -17,6 +17,12 @@ of them right (same m, r, δ and per-test confidence, :func:`ceiling`); a summar
 the median ceiling (``<label>.at_ceiling``): there the audit (too few canaries or guesses), not the mechanism, is
 what limits the bound.
 
+A parametric estimate (``gauss_fit``, :mod:`privgame.analysis.gaussian_fit`) is not a bound and has a column set
+of its own: ``<label>.epsilon_estimate`` and ``<label>.epsilon_point`` per trial (from every score, whatever the
+rule), and ``<label>.kind`` (:data:`ESTIMATE_KIND`), ``<label>.epsilon_estimate_{median,min,max}``,
+``<label>.epsilon_point_median`` and ``<label>.n_undefined`` in the summary: never ``epsilon_lb``, a ceiling, a
+tightness or a verdict.
+
 Every choice is checked against each grid point's game and mechanism when the config is read, before any trial.
 """
 
@@ -41,12 +47,16 @@ if TYPE_CHECKING:  # the estimators are imported where bounds are computed: read
 
 __all__ = [
     "AT_CEILING",
+    "ESTIMATE_KIND",
     "THRESHOLD_RULES",
     "bound_columns",
     "ceiling",
     "ceiling_columns",
     "check_threshold",
     "default_ceiling_columns",
+    "estimate_columns",
+    "estimate_labels",
+    "estimate_summary",
     "estimator_labels",
     "pooled_columns",
     "resolved_estimators",
@@ -67,6 +77,9 @@ Threshold = tuple[tuple[str, Any], ...]
 
 AT_CEILING = 0.99
 """A median bound at least this share of its median ceiling is marked ``at_ceiling``."""
+
+ESTIMATE_KIND = "estimate (parametric, not a confidence bound)"
+"""The ``<label>.kind`` of a parametric estimate's summary (:data:`privgame.analysis.gaussian_fit.KIND`)."""
 
 # Ceilings by (test, family, m, r, confidence, δ): a trial's ceiling repeats for every trial with the same guess
 # count, and a PLD family's costs a composition per search step (about 1 s each).
@@ -255,11 +268,12 @@ def _columns(
     out: dict[str, float | int] = {}
     threshold = settings.threshold if settings.threshold is not None else default
     rule = threshold_rule(threshold, "top-k")
+    bounds = [e for e in estimators if not e.is_estimate]
     if rule == "top-k":
         assert top_k is not None
         guesses = guesses_top_k(scores, top_k[0], top_k[1], rng=rng)
         r, v = count_correct(guesses, membership)
-        for e in estimators:
+        for e in bounds:
             out[f"{e.label}.epsilon_lb"] = bound_from_counts(e, scores.shape[0], r, v, **common)
             out[f"{e.label}.ceiling"] = ceiling(e, scores.shape[0], r, **common)
         out.update({"m": int(scores.shape[0]), "r": r, "v": v})
@@ -267,7 +281,7 @@ def _columns(
         assert threshold is not None
         strategy = threshold_strategy(threshold, rng=rng)
         ins, outs = scores[membership], scores[~membership]
-        for e in estimators:
+        for e in bounds:
             result = bound_from_scores(e, ins, outs, threshold=strategy, two_sided=settings.two_sided, **common)
             out[f"{e.label}.epsilon_lb"] = result.epsilon
             if e.name in ONE_RUN:  # at the chosen threshold, on the part bounded, at its per-test significance
@@ -282,7 +296,28 @@ def _columns(
                 if key in result.details:
                     out[f"{e.label}.{key}"] = int(result.details[key])
         out["m"] = int(scores.shape[0])
-    return {"epsilon_lb": out[f"{estimators[0].label}.epsilon_lb"], **out}
+    for e in estimators:
+        if e.is_estimate:  # every score, whatever the guessing rule; never epsilon_lb
+            out.update(estimate_columns(e, scores, membership, **common))
+    return {"epsilon_lb": out[f"{bounds[0].label}.epsilon_lb"], **out}
+
+
+def estimate_columns(
+    estimator: Estimator, scores: np.ndarray, membership: np.ndarray, *, confidence: float, delta: float
+) -> dict[str, float]:
+    """A parametric estimate's trial columns (``gauss_fit``: :func:`privgame.analysis.gaussian_fit.gaussian_fit` of
+    the member and non-member scores): ``<label>.epsilon_estimate`` (at ``confidence``, the paper's figure) and
+    ``<label>.epsilon_point`` (the plug-in).  Both NaN when a side has fewer than 2 scores (no Gaussian to fit; a
+    trial of few canaries can draw that): the summary counts them (``<label>.n_undefined``)."""
+    from privgame.analysis.estimators import estimate_from_scores
+
+    ins, outs = scores[membership], scores[~membership]
+    if min(ins.size, outs.size) < 2:
+        estimate = point = math.nan
+    else:
+        fit = estimate_from_scores(estimator, ins, outs, confidence=confidence, delta=delta)
+        estimate, point = fit.epsilon_estimate, fit.epsilon_point
+    return {f"{estimator.label}.epsilon_estimate": estimate, f"{estimator.label}.epsilon_point": point}
 
 
 def estimator_labels(columns: Sequence[str]) -> list[str]:
@@ -316,7 +351,38 @@ def summary_columns(rows: pd.DataFrame, analytic: float, confidence: float) -> d
         if f"{label}.ceiling" in rows.columns:  # rows stored before ceilings existed have none: no marker
             ceilings = rows[f"{label}.ceiling"].to_numpy(dtype=float)
             out.update(ceiling_columns(median, ceilings, prefix=f"{label}."))
+    for label in estimate_labels(list(rows.columns)):
+        out.update(estimate_summary(rows, label))
     return out
+
+
+def estimate_labels(columns: Sequence[str]) -> list[str]:
+    """The parametric estimates of stored trial rows, in column order (``gauss_fit`` of
+    ``gauss_fit.epsilon_estimate``): not bounds, so :func:`estimator_labels` leaves them out."""
+    return [c.removesuffix(".epsilon_estimate") for c in columns if c.endswith(".epsilon_estimate")]
+
+
+def estimate_summary(rows: pd.DataFrame, label: str) -> dict[str, Any]:
+    """A parametric estimate's summary over a grid point's trials: ``<label>.kind`` (:data:`ESTIMATE_KIND`, so that
+    every table that shows it says it is no bound), ``<label>.epsilon_estimate_{median,min,max}`` and
+    ``<label>.epsilon_point_median`` over the trials where it is defined, and ``<label>.n_undefined`` (trials with
+    fewer than 2 scores on a side).  No tightness, ceiling or verdict: those are a bound's."""
+    estimate = rows[f"{label}.epsilon_estimate"].to_numpy(dtype=float)
+    defined = estimate[~np.isnan(estimate)]
+    point = rows[f"{label}.epsilon_point"].to_numpy(dtype=float) if f"{label}.epsilon_point" in rows else estimate
+    point = point[~np.isnan(point)]
+
+    def stat(f: Any, values: np.ndarray) -> float:
+        return float(f(values)) if values.size else math.nan
+
+    return {
+        f"{label}.kind": ESTIMATE_KIND,
+        f"{label}.epsilon_estimate_median": stat(np.median, defined),
+        f"{label}.epsilon_estimate_min": stat(np.min, defined),
+        f"{label}.epsilon_estimate_max": stat(np.max, defined),
+        f"{label}.epsilon_point_median": stat(np.median, point),
+        f"{label}.n_undefined": int(estimate.size - defined.size),
+    }
 
 
 def ceiling_columns(median: float, ceilings: np.ndarray, *, prefix: str = "") -> dict[str, float]:

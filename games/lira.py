@@ -18,6 +18,7 @@ pairs' balance holds over the whole set because it holds for each pair.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -60,6 +61,13 @@ def record_aucs(scores: np.ndarray, member: np.ndarray, valid: np.ndarray) -> np
     with np.errstate(invalid="ignore", divide="ignore"):
         auc = (rank_in - n_in * (n_in + 1) / 2.0) / (n_in * n_out)
     return np.where((n_in > 0) & (n_out > 0), auc, np.nan)
+
+
+def _online_per_example(attack: Attack) -> bool:
+    """Whether ``attack`` is online LiRA with each record's own IN and OUT variances (not ``fix_variance``)."""
+    return (
+        attack.name == "lira" and bool(getattr(attack, "online", False)) and not getattr(attack, "fix_variance", True)
+    )
 
 
 def lira_masks(n_models: int, pool_size: int, entropy: int, repetition: int) -> np.ndarray:
@@ -251,6 +259,8 @@ class LiRAGame(Game):
                 "train_accuracy": accuracy[0],
                 "test_accuracy": accuracy[1],
                 "fpc": np.array([fpc]),
+                # online LiRA with each record's own IN and OUT variances: unreliable on few models (summary_notes)
+                "online_per_example_variance": np.array([_online_per_example(attack)], dtype=bool),
             },
         )
 
@@ -302,38 +312,123 @@ class LiRAGame(Game):
         ):
             row[f"models_needed_{float(f):g}"] = int(needed)
             row[f"naive_sample_fpr_p90_{float(f):g}"] = float(spread)
+        row.update(self._own_per_record(scores, member, outcome.arrays["valid"].astype(bool).reshape(m, n)))
+        if "online_per_example_variance" in outcome.arrays:  # outcomes stored before it was recorded have none
+            row["online_per_example_variance"] = int(bool(outcome.arrays["online_per_example_variance"][0]))
         return row
+
+    def _own_per_record(self, scores: np.ndarray, member: np.ndarray, valid: np.ndarray) -> dict[str, float]:
+        """The attack's OWN per-sample numbers (its scores, not the confidences): at each FPR f the mean over
+        records of the largest TPR whose realised FPR on the record's OUT models is at most f
+        (``tpr_per_record_<f>``), and the mean realised FPR (``fpr_per_record_<f>``); records without an IN or an
+        OUT score are left out."""
+        from privgame.analysis.record_risk import column_tpr_at_fpr
+
+        tpr, realised = column_tpr_at_fpr(scores, member, self.fprs, valid=valid)
+        out: dict[str, float] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a pool where no record has both sides: NaN
+            for k, f in enumerate(self.fprs):
+                out[f"tpr_per_record_{f:g}"] = float(np.nanmean(tpr[k]))
+                out[f"fpr_per_record_{f:g}"] = float(np.nanmean(realised[k]))
+        return out
 
     def record_rows(
         self, outcome: TrialOutcome, settings: AnalysisSettings, *, seed: np.random.SeedSequence
     ) -> list[dict[str, Any]]:
-        """One row per pool record: its id in the population and its risk, the AUC of the attack's scores on it
-        across the M target models (M/2 trained on it, M/2 not; unscored pairs left out): what
-        ``privgame report --compare`` compares attacks by."""
+        """One row per pool record: its id in the population and its risk across the M target models (M/2 trained
+        on it, M/2 not; unscored pairs left out): the AUC of the attack's scores on it (what ``privgame report
+        --compare`` compares attacks by), and at each of the game's ``fprs`` f the largest TPR whose realised FPR
+        on the record's own OUT models is at most f, ``tpr_at_fpr_<f>``, with that realised FPR,
+        ``fpr_realised_<f>`` (:func:`privgame.analysis.record_risk.column_tpr_at_fpr`, as the record games'
+        columns of those names; NaN where the record has no IN or no OUT score).  The realised FPR is a multiple
+        of 1/n_out (n_out = M/2 OUT models): below 1/n_out no false positive is allowed, so with 32 OUT models
+        ``tpr_at_fpr_0.001`` is the share of the record's IN scores above all of its OUT scores."""
+        from privgame.analysis.record_risk import column_tpr_at_fpr
+
         m, n = (int(v) for v in outcome.arrays["shape"])
         scores = outcome.scores.reshape(m, n)
         member = outcome.membership.reshape(m, n)
         valid = outcome.arrays["valid"].astype(bool).reshape(m, n)
         auc = record_aucs(scores, member, valid)
+        tpr, realised = column_tpr_at_fpr(scores, member, self.fprs, valid=valid)
         pool = outcome.arrays["pool"]
         n_in, n_out = (valid & member).sum(axis=0), (valid & ~member).sum(axis=0)
-        return [
-            {"record": int(pool[i]), "game": "lira", "rounds": int(n_in[i] + n_out[i]), "auc": float(auc[i])}
-            for i in range(n)
-        ]
+        rows: list[dict[str, Any]] = []
+        for i in range(n):
+            row: dict[str, Any] = {
+                "record": int(pool[i]),
+                "game": "lira",
+                "rounds": int(n_in[i] + n_out[i]),
+                "auc": float(auc[i]),
+            }
+            for k, f in enumerate(self.fprs):
+                row[f"tpr_at_fpr_{f:g}"] = float(tpr[k, i])
+                row[f"fpr_realised_{f:g}"] = float(realised[k, i])
+            rows.append(row)
+        return rows
 
     def brief_columns(self) -> tuple[str, ...]:
-        """The three numbers with their realised FPRs at each FPR, the AUC, M and the models' accuracies."""
-        rates = tuple(
+        """Each attack's own numbers: M, the AUC, and at each FPR the naive TPR and the mean per-record TPR of its
+        scores with their realised FPRs; then the calibration of the models' confidences (:meth:`shared_columns`,
+        which a report shows once per set of models) and the models' accuracies."""
+        own = tuple(
             column
             for f in self.fprs
-            for method in ("naive", "pp", "pp_t", "per_sample")
+            for method in ("naive", "per_record")
+            for column in (f"tpr_{method}_{f:g}", f"fpr_{method}_{f:g}")
+        )
+        return ("n_models", "auc", *own, *self.shared_columns(), "train_accuracy", "test_accuracy")
+
+    shared_title: ClassVar[str] = (
+        "calibration of the models' logit-scaled confidences under LiRA's Gaussian model (post-processed, "
+        "Student-t and per-sample TPRs with their realised FPRs): statistics of the models, the same for every "
+        "attack on them, not of any attack's scores"
+    )
+
+    def shared_columns(self) -> tuple[str, ...]:
+        """The summary columns that describe the set of models, not the attack: the post-processed (N(0, 1) and
+        Student-t) and per-sample TPRs of the confidences, with their realised and expected FPRs."""
+        return tuple(
+            column
+            for f in self.fprs
+            for method in ("pp", "pp_t", "per_sample")
             for column in (
                 (f"tpr_{method}_{f:g}", f"fpr_{method}_{f:g}")
                 + ((f"fpr_per_sample_expected_{f:g}",) if method == "per_sample" else ())
             )
         )
-        return ("n_models", "auc", *rates, "train_accuracy", "test_accuracy")
+
+    def summary_notes(self, summary: pd.DataFrame) -> list[str]:
+        """Where a LiRA figure is not what it seems: the per-sample TPR of the confidences equal at every FPR
+        (with M/2 OUT models per record, FPRs below about 2/M cannot be told apart), and online LiRA with
+        per-example variances on fewer than 64 models (Carlini et al. fix the variance there: each record's two
+        variances rest on M/2 models each, and the AUC can fall below 0.5 on models that do not leak)."""
+        notes: list[str] = []
+        columns = [f"tpr_per_sample_{f:g}" for f in self.fprs]
+        if len(self.fprs) > 1 and all(c in summary for c in columns):
+            for _, row in summary.iterrows():
+                values = [float(row[c]) for c in columns]
+                if np.all(np.isfinite(values)) and max(values) - min(values) < 1e-12:
+                    m = int(row.get("n_models", 0) or 0)
+                    notes.append(
+                        f"the per-sample TPR is {values[0]:.3f} at every FPR ({', '.join(f'{f:g}' for f in self.fprs)})"
+                        f" with M = {m} models: each record has {m // 2} OUT models, so its threshold cannot realise "
+                        f"an FPR below 1/{m // 2} and the smaller FPRs are not told apart (more models are)"
+                    )
+                    break
+        if {"online_per_example_variance", "n_models"} <= set(summary.columns):
+            small = summary[(summary["online_per_example_variance"] == 1) & (summary["n_models"].astype(float) < 64)]
+            if len(small):
+                m = int(small["n_models"].min())
+                auc = float(small["auc"].min()) if "auc" in small else float("nan")
+                notes.append(
+                    f"online LiRA with per-example variances at M = {m} models (AUC {auc:.3f}): each record's IN and "
+                    f"OUT variances rest on {m // 2} models each, too few to estimate (Carlini et al. use one global "
+                    "variance below 64 models); its AUC can fall below 0.5 on models that do not leak: set "
+                    "fix_variance = true"
+                )
+        return notes
 
     def roc_curves(self, outcome: TrialOutcome) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The pooled log–log ROC (TPR against the realised FPR) of the attack's scores (naive) and of the

@@ -66,6 +66,7 @@ class MultiRunGame(Game):
     headline: ClassVar[str] = "epsilon_lb"
     headline_band: ClassVar[tuple[str, str] | None] = None
     bound_kind: ClassVar[str | None] = "runs"
+    headline_estimator: ClassVar[str | None] = "clopper_pearson"  # its own bound: Bonferroni over its thresholds
 
     runs: int = 32
     thresholds: int = 100

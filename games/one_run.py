@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -64,6 +65,7 @@ class OneRunGame(Game):
     name: ClassVar[str] = "one-run"
     input_kinds: ClassVar[frozenset[str]] = frozenset({"canary-bits", "canary-dataset"})
     bound_kind: ClassVar[str | None] = "one-run"
+    headline_estimator: ClassVar[str | None] = "steinke"  # its own bound: Steinke's, on the top-k guesses
 
     m: int
     k_pos: int
@@ -158,20 +160,31 @@ class OneRunGame(Game):
         settings: AnalysisSettings,
         load_outcome: Callable[[int], TrialOutcome],
     ) -> dict[str, Any]:
-        lb = rows["epsilon_lb"].to_numpy(dtype=float)
         analytic = float(rows["epsilon_analytic"].iloc[0])
-        median = float(np.median(lb))
         from privgame.analysis.verdict import verdict_columns
         from privgame.games.bounds import summary_columns, tightness
 
+        sequential: dict[str, Any] | None = None
+        if settings.sequential:  # the trials the anytime-valid test read, in order, and its verdict
+            from privgame.games.sequential import read_sequential, sequential_columns, sequential_summary
+
+            budget = settings.budget if settings.budget is not None else int(rows["repetition"].max()) + 1
+            read = read_sequential(rows, analytic, settings.confidence, budget)
+            rows, sequential = read.rows, sequential_summary(read, settings.confidence)
+        lb = rows["epsilon_lb"].to_numpy(dtype=float)
+        median = float(np.median(lb)) if lb.size else math.nan
+        verdict = verdict_columns(lb, analytic, settings.confidence)
+        per_estimator = summary_columns(rows, analytic, settings.confidence) if len(rows) else {}
+        if sequential is not None:  # the fixed-sample test's columns do not hold at a data-chosen stop: dropped
+            verdict, per_estimator = sequential_columns(verdict, sequential, per_estimator)
         return {
             "epsilon_analytic": analytic,
-            "epsilon_lb_mean": float(np.mean(lb)),
+            "epsilon_lb_mean": float(np.mean(lb)) if lb.size else math.nan,
             "epsilon_lb_median": median,
-            "epsilon_lb_min": float(np.min(lb)),
-            "epsilon_lb_max": float(np.max(lb)),
+            "epsilon_lb_min": float(np.min(lb)) if lb.size else math.nan,
+            "epsilon_lb_max": float(np.max(lb)) if lb.size else math.nan,
             "tightness": tightness(median, analytic),
-            **verdict_columns(lb, analytic, settings.confidence),
+            **verdict,
             "n_trials": len(lb),
-            **summary_columns(rows, analytic, settings.confidence),
+            **per_estimator,
         }

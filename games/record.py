@@ -46,7 +46,7 @@ from privgame.analysis.record_risk import (
     MISS_RATE_THRESHOLDS,
     accuracy_interval,
     auc_interval,
-    miss_rate,
+    miss_rate_table,
     rmsd,
     tpr_at_fpr,
 )
@@ -645,8 +645,12 @@ class _RecordGameBase(Game):
                 for g in ("model_seeded", "traditional")
             )
             out["rmsd_noise"] = float(np.sqrt(np.mean(se2)))
-            for t in MISS_RATE_THRESHOLDS:
-                out[f"miss_rate_{t:g}"] = miss_rate(ms, tr, t)
+            # each rate beside the records it rests on (those with model-seeded AUC >= t): 1.000 of one record is
+            # not 1.000 of thirty
+            table = miss_rate_table(ms, tr, MISS_RATE_THRESHOLDS)
+            for t, rate, n_high in zip(*(table[c].tolist() for c in ("t", "miss_rate", "n_high_risk")), strict=True):
+                out[f"miss_rate_{t:g}"] = float(rate)
+                out[f"miss_rate_{t:g}.n"] = int(n_high)
         return out
 
 

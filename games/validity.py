@@ -22,6 +22,13 @@ that keep their per-canary guarantee exactly but whose canaries share randomness
 canary).  There the order-statistics audit is FORCED (its rows are labelled so, with ``expected = "violates"``) and
 must fail the same binomial test that the valid rows pass, while Steinke's test and the f-DP test with the same family
 keep their promise on the same scores.
+
+Parametric estimates (``include_estimates=True``; ``privgame validate`` plays them) promise nothing, so nothing gates
+them: the Gaussian fit of Agrawal et al. (:mod:`privgame.analysis.gaussian_fit`, at the confidence of its parameter
+intervals and as a plug-in) is played on :func:`estimate_scenarios` (Gaussian scores, where its model holds; randomized
+response's 0/1 scores; Laplace scores; DP-SGD's binomial-plus-Gaussian scores; the null game, all at δ > 0), and its
+rows (``expected = "estimate"``, strategy ``"none"``) report how often it exceeds the true ε, with the rate's
+interval and no test.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import dp_accounting
@@ -52,6 +59,7 @@ from privgame.analysis.accounting import (
     gaussian_epsilon,
 )
 from privgame.analysis.families import dpsgd_family, dpsgd_parameters, family_for_claim
+from privgame.analysis.gaussian_fit import gaussian_fit
 from privgame.analysis.thresholds import (
     Bonferroni,
     Explicit,
@@ -67,16 +75,20 @@ from privgame.games.one_run import OneRunGame
 from privgame.mechanisms import GaussianMechanism, Mechanism, RandomizedResponse
 
 __all__ = [
+    "ESTIMATES",
     "ESTIMATORS",
     "FORCED",
     "INVALID_ESTIMATORS",
     "BlockReveal",
+    "EstimateSpec",
     "EstimatorSpec",
+    "LaplaceScores",
     "NullScores",
     "Scenario",
     "SharedMagnitudeGaussian",
     "SubsampledGaussianScores",
     "default_scenarios",
+    "estimate_scenarios",
     "register_estimator",
     "validate",
 ]
@@ -140,6 +152,52 @@ class NullScores(Mechanism):
 
     def privacy_claim(self) -> PrivacyClaim:
         return PrivacyClaim(event=dp_accounting.NoOpDpEvent(), neighbouring=NeighbouringRelation.ADD_OR_REMOVE_ONE)
+
+
+@dataclass(frozen=True, slots=True)
+class LaplaceScores(Mechanism):
+    """Releases each canary's membership bit plus Laplace noise of scale 1/ε: the Laplace mechanism, pure ε-DP.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        ``> 0``.
+
+    Notes
+    -----
+    Sensitivity 1 (one bit), so ε-DP at δ = 0 with respect to each canary's bit, and exactly
+    ``ε(δ) = ε + 2 log(1 − δ)`` at δ > 0 (:meth:`epsilon_at`).  Its scores are heavier-tailed than a Gaussian's:
+    the scenario on which the Gaussian fit is misspecified by its tails.
+    """
+
+    name: ClassVar[str] = "laplace-scores"
+    input_kind: ClassVar[str] = "canary-bits"
+    release_kind: ClassVar[str] = "per-canary-values"
+    canary_dependence: ClassVar[str | None] = None
+
+    epsilon: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, low=0.0, low_open=True))
+
+    def release(self, data: Any, *, rng: np.random.Generator) -> Scores:
+        bits = np.asarray(data, dtype=bool)
+        return bits + rng.laplace(0.0, 1.0 / self.epsilon, size=bits.shape[0])
+
+    def privacy_claim(self) -> PrivacyClaim:
+        return PrivacyClaim(
+            event=dp_accounting.LaplaceDpEvent(1.0 / self.epsilon), neighbouring=NeighbouringRelation.ADD_OR_REMOVE_ONE
+        )
+
+    def epsilon_at(self, delta: float) -> float:
+        """The exact ε at δ in [0, 1): ``δ(ε') = 1 − e^{(ε' − ε)/2}`` for 0 <= ε' <= ε.
+
+        The privacy loss of P = Lap(1, b) against Q = Lap(0, b), b = 1/ε, is ``(|x| − |x − 1|)/b``, above ε' exactly
+        on x > t = (1 + bε')/2 in [1/2, 1], so ``H_{e^ε'}(P‖Q) = 1 − ½e^{−(1−t)/b} − e^{ε'}·½e^{−t/b} =
+        1 − e^{(ε' − ε)/2}`` (and the same from Q to P, by symmetry).  ``test_laplace_scores_epsilon`` checks it
+        against ``dp_accounting``'s PLD."""
+        d = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
+        return max(self.epsilon + 2.0 * math.log1p(-d), 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +411,33 @@ def default_scenarios() -> list[Scenario]:
             strategies=("explicit",),
             forced=((OS_PURE_2, "explicit"),),
         ),
+    ]
+
+
+def estimate_scenarios() -> list[Scenario]:
+    """The scenarios on which ``include_estimates`` plays the parametric estimates (m = 1000, δ > 0: at δ = 0 two
+    different Gaussians have ε = inf).
+
+    The Gaussian mechanism with μ = 2 at δ = 1e-8 and DP-SGD's canary scores at δ = 1e-5 are those of
+    :func:`default_scenarios` (same names, so the same scores for a seed); randomized response at ε = 1, the Laplace
+    mechanism at ε = 1 (:class:`LaplaceScores`) and the null game are played at δ = 1e-5, with their exact ε there:
+    ``log((p − δ)/(1 − p))`` for randomized response (p = e/(1 + e); the event "reported the truth" carries the whole
+    divergence), ``1 + 2 log(1 − δ)`` for Laplace, 0 for the null game.
+    """
+    base = {s.name: s for s in default_scenarios()}
+    p = math.e / (1.0 + math.e)
+    laplace = LaplaceScores(epsilon=1.0)
+    return [
+        base["gaussian mu=2"],
+        replace(
+            base["randomized-response eps=1"],
+            name="randomized-response eps=1, delta=1e-5",
+            delta=1e-5,
+            epsilon=math.log((p - 1e-5) / (1.0 - p)),
+        ),
+        Scenario("laplace eps=1, delta=1e-5", laplace, 1000, 1e-5, laplace.epsilon_at(1e-5), None, 0.5, (0.0, 1.0)),
+        base["dpsgd q=0.5 T=4 sigma=0.8"],
+        replace(base["null"], name="null, delta=1e-5", delta=1e-5),
     ]
 
 
@@ -604,6 +689,60 @@ INVALID_ESTIMATORS: dict[str, EstimatorSpec] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class EstimateSpec:
+    """A parametric estimate in the harness: it promises nothing, so its rows are not gated; they report how often
+    it exceeds the true ε.
+
+    ``run(in_scores, out_scores, confidence, delta)`` returns the estimate of ε at δ; ``uses_confidence`` is False
+    for an estimate that does not depend on the confidence (one row, confidence NaN).
+    """
+
+    run: Callable[[Scores, Scores, float, float], float]
+    uses_confidence: bool = True
+
+
+def _gauss_fit(a: Scores, b: Scores, confidence: float, delta: float) -> float:
+    return gaussian_fit(a, b, delta=delta, confidence=confidence).epsilon_estimate
+
+
+def _gauss_fit_plug_in(a: Scores, b: Scores, confidence: float, delta: float) -> float:
+    return gaussian_fit(a, b, delta=delta).epsilon_point
+
+
+GAUSS_FIT, GAUSS_FIT_PLUG_IN = "ESTIMATE Gaussian fit (parameter intervals)", "ESTIMATE Gaussian fit, plug-in"
+
+ESTIMATES: dict[str, EstimateSpec] = {
+    GAUSS_FIT: EstimateSpec(_gauss_fit),
+    GAUSS_FIT_PLUG_IN: EstimateSpec(_gauss_fit_plug_in, uses_confidence=False),
+}
+
+
+def _estimate_rows(
+    seed: np.random.SeedSequence,
+    scenarios: Sequence[Scenario],
+    estimates: dict[str, EstimateSpec],
+    confidences: Sequence[float],
+) -> list[tuple[Any, ...]]:
+    """The estimates' rows of one repetition: each scenario played from the seed's first child, as
+    :func:`_repetition` plays it (a fresh copy of the seed: the same scores for the same scenario)."""
+    game_seed = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size).spawn(3)[0]
+    rows: list[tuple[Any, ...]] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for scenario in scenarios:
+            if not scenario.delta > 0.0:
+                continue
+            game = OneRunGame(m=scenario.m, k_pos=1, k_neg=0)
+            outcome = game.play(scenario.mechanism, Identity(), seed=game_seed)
+            ins, outs = outcome.scores[outcome.membership], outcome.scores[~outcome.membership]
+            for name, spec in estimates.items():
+                for confidence in confidences if spec.uses_confidence else (math.nan,):
+                    value = spec.run(ins, outs, confidence, scenario.delta)
+                    rows.append((scenario.name, name, "none", confidence, "estimate", value > scenario.epsilon + 1e-9))
+    return rows
+
+
 def register_estimator(name: str, spec: EstimatorSpec) -> None:
     """Add an estimator to the harness (estimators of later modules register here)."""
     if name in ESTIMATORS:
@@ -710,6 +849,19 @@ def _repetition(
     return rows
 
 
+def _job(
+    seed: np.random.SeedSequence,
+    scenarios: Sequence[Scenario],
+    estimators: dict[str, EstimatorSpec],
+    confidences: Sequence[float],
+    panoramia: bool,
+    estimated: Sequence[Scenario],
+    estimates: dict[str, EstimateSpec],
+) -> list[tuple[Any, ...]]:
+    rows = _repetition(seed, scenarios, estimators, confidences, panoramia)
+    return rows + (_estimate_rows(seed, estimated, estimates, confidences) if estimates else [])
+
+
 def validate(
     *,
     repetitions: int = 500,
@@ -718,6 +870,7 @@ def validate(
     scenarios: Sequence[Scenario] | None = None,
     estimators: Iterable[str] | None = None,
     include_invalid: bool = False,
+    include_estimates: bool = False,
     panoramia: bool = True,
     n_jobs: int = 1,
     progress: bool = False,
@@ -734,6 +887,9 @@ def validate(
     estimators : iterable of str, default=all valid ones
     include_invalid : bool, default=False
         Also run the deliberately invalid estimators (they must fail).
+    include_estimates : bool, default=False
+        Also play the parametric estimates (:data:`ESTIMATES`, not gated) on :func:`estimate_scenarios`, or on
+        ``scenarios`` (those at δ > 0) when given.
     panoramia : bool, default=True
         Also check PANORAMIA's two bounds (their own scenario).  Every row depends only on the seed, its scenario
         and its estimator, so the harness can be run in parts (scenarios, estimators, PANORAMIA) that together give
@@ -753,6 +909,9 @@ def validate(
         dependent canaries (its ``estimator`` ends with :data:`FORCED`): ``ok`` then means the violation is
         detected, ``p_value <= 1e-3``, the very test the sound rows pass, i.e. refusing the estimator there is
         needed.  A product-model estimator is not played at all on a dependent scenario that does not force it.
+        ``expected = "estimate"`` marks a parametric estimate's rows (strategy ``"none"``; confidence NaN for the
+        plug-in, which has none): ``violations`` counts the audits whose estimate exceeds the true ε, ``promised``
+        and ``p_value`` are NaN and ``ok`` is True, since an estimate has no promise to keep.
 
     Notes
     -----
@@ -770,8 +929,10 @@ def validate(
     if include_invalid:
         chosen.update(INVALID_ESTIMATORS)
     scen = list(default_scenarios() if scenarios is None else scenarios)
+    estimated = (estimate_scenarios() if scenarios is None else scen) if include_estimates else []
+    estimates = dict(ESTIMATES) if include_estimates else {}
     seeds = np.random.SeedSequence(seed).spawn(repetitions)
-    jobs = (joblib.delayed(_repetition)(s, scen, chosen, confs, panoramia) for s in seeds)
+    jobs = (joblib.delayed(_job)(s, scen, chosen, confs, panoramia, estimated, estimates) for s in seeds)
     rows: list[tuple[Any, ...]] = []
     bar = tqdm(total=repetitions, desc="validate", unit="rep", disable=not progress)
     with bar:
@@ -779,15 +940,18 @@ def validate(
             rows.extend(part)
             bar.update(1)
     raw = pd.DataFrame(rows, columns=["scenario", "estimator", "strategy", "confidence", "expected", "violated"])
+    keys = ["scenario", "estimator", "strategy", "confidence", "expected"]
     table = (
-        raw.groupby(["scenario", "estimator", "strategy", "confidence", "expected"], sort=False)["violated"]
+        raw.groupby(keys, sort=False, dropna=False)["violated"]  # a plug-in estimate's confidence is NaN
         .agg(R="size", violations="sum")
         .reset_index()
     )
     table["violations"] = table["violations"].astype(int)
     table["rate"] = table["violations"] / table["R"]
     halved = table["estimator"].str.startswith("PANORAMIA")
+    estimate = table["expected"] == "estimate"
     table["promised"] = np.where(halved, (1 - table["confidence"]) / 2, 1 - table["confidence"])
+    table.loc[estimate, "promised"] = math.nan
     cis = [
         stats.binomtest(int(v), int(n)).proportion_ci(0.95)
         for v, n in zip(table["violations"], table["R"], strict=True)
@@ -795,10 +959,10 @@ def validate(
     table["rate_low"] = [ci.low for ci in cis]
     table["rate_high"] = [ci.high for ci in cis]
     table["p_value"] = [
-        stats.binomtest(int(v), int(n), float(p), alternative="greater").pvalue
+        stats.binomtest(int(v), int(n), float(p), alternative="greater").pvalue if math.isfinite(p) else math.nan
         for v, n, p in zip(table["violations"], table["R"], table["promised"], strict=True)
     ]
     kept = table["p_value"] > 1e-3
-    table["ok"] = np.where(table["expected"] == "violates", ~kept, kept)
+    table["ok"] = np.where(table["expected"] == "violates", ~kept, kept) | estimate
     order = ["scenario", "estimator", "strategy", "confidence", "R", "violations", "rate", "rate_low", "rate_high"]
     return table[[*order, "promised", "p_value", "expected", "ok"]]

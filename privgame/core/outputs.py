@@ -26,7 +26,10 @@ option of ``privgame report``, ``domain``, ``validate``, ``ladder`` and ``synth`
   so that a writer that chooses the format by it chooses right), flushed to disk, given the old file's permissions
   (a new file's: ``0666`` less the umask) and renamed over the target (:func:`os.replace`), so that a kill at any
   moment leaves the old file or the new one, never half of either.  A symbolic link is followed: the file it names
-  is replaced, the link stays.
+  is replaced, the link stays;
+* a write that fails (a full disk, a permission) raises :class:`OutputWriteError`, one line naming the file, what was
+  being written and the system's error (``cannot write 'out.csv' (writing --output): [Errno 28] No space left on
+  device``), which ``privgame`` prints as it is (exit status 1).
 
 This module is at the bottom of the layers: it imports only the standard library.
 """
@@ -44,6 +47,7 @@ from pathlib import Path
 __all__ = [
     "RESULTS_NAMES",
     "OutputPathError",
+    "OutputWriteError",
     "atomic_output",
     "check_distinct",
     "check_output_directory",
@@ -69,6 +73,33 @@ Reads = Mapping[str, PathLike | None]
 
 class OutputPathError(ValueError):
     """A path privgame was asked to write cannot be written (one line naming the option, the path and the rule)."""
+
+
+class OutputWriteError(OSError):
+    """Writing a file failed (a full disk, a permission, an I/O error): one line naming the file, what was being
+    written and the system's error, ``cannot write 'runs/q/raw/trial-000012.npz' (writing trial 12's raw arrays):
+    [Errno 28] No space left on device``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file that could not be written (the target, not its temporary file).
+    action : str
+        What was being written, ``"writing trial 12's raw arrays"``.
+    cause : OSError
+        The system's error; its ``errno`` and ``strerror`` are kept.
+    """
+
+    def __init__(self, path: PathLike, action: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause) or type(cause).__name__, os.fspath(path))
+        self.action = action
+
+    def __reduce__(self) -> tuple[type[OutputWriteError], tuple[str, str, OSError]]:
+        return type(self), (str(self.filename), self.action, OSError(self.errno, self.strerror))
+
+    def __str__(self) -> str:
+        detail = self.strerror if self.errno is None else f"[Errno {self.errno}] {self.strerror}"
+        return f"cannot write {self.filename!r} ({self.action}): {detail}"
 
 
 def _name(path: PathLike) -> str:
@@ -482,7 +513,7 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_output(path: PathLike, *, what: str = "output") -> Iterator[Path]:
+def atomic_output(path: PathLike, *, what: str = "output", action: str | None = None) -> Iterator[Path]:
     """A temporary file to write in place of ``path``; renamed over it when the block ends without an error.
 
     The temporary file is in the folder of the file ``path`` names (links followed) and keeps its suffix; the block
@@ -496,6 +527,8 @@ def atomic_output(path: PathLike, *, what: str = "output") -> Iterator[Path]:
         The file to write (checked beforehand by :func:`check_output_file`; what it is now is checked again here).
     what : str, default="output"
         The option named in a message.
+    action : str or None, default=None
+        What is being written, named when the write fails (default ``"writing <what>"``).
 
     Yields
     ------
@@ -505,8 +538,10 @@ def atomic_output(path: PathLike, *, what: str = "output") -> Iterator[Path]:
     Raises
     ------
     OutputPathError
-        If ``path`` is now a directory, a device, a FIFO, a socket or a results directory's own file, or the
-        file cannot be written (a full disk, a permission): one line.
+        If ``path`` is now a directory, a device, a FIFO, a socket or a results directory's own file: one line.
+    OutputWriteError
+        If the file cannot be written (a full disk, a permission, an OSError of the block): one line naming
+        ``path``, ``action`` and the system's error.
     """
     name = _check_type(path, what)
     if name == "":
@@ -515,10 +550,11 @@ def atomic_output(path: PathLike, *, what: str = "output") -> Iterator[Path]:
     if problem is not None:
         raise OutputPathError(f"{problem}.")
     target = _real(name)
+    doing = f"writing {what}" if action is None else action
     try:
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=f".tmp{target.suffix}")
     except OSError as exc:
-        raise OutputPathError(f"cannot write {name!r}: {exc.strerror or exc}.") from None
+        raise OutputWriteError(name, doing, exc) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -532,22 +568,27 @@ def atomic_output(path: PathLike, *, what: str = "output") -> Iterator[Path]:
         finally:
             os.close(fd)
         os.replace(tmp, target)
+    except OutputWriteError:  # a nested write's, already naming its file
+        tmp.unlink(missing_ok=True)
+        raise
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise OutputPathError(f"cannot write {name!r}: {exc.strerror or exc}.") from None
+        raise OutputWriteError(name, doing, exc) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def write_text(path: PathLike, text: str, *, what: str = "output", encoding: str = "utf-8") -> Path:
+def write_text(
+    path: PathLike, text: str, *, what: str = "output", encoding: str = "utf-8", action: str | None = None
+) -> Path:
     """Write ``text`` to ``path`` through :func:`atomic_output`; returns ``path`` as a Path.
 
     Raises
     ------
-    OutputPathError
+    OutputPathError, OutputWriteError
         As :func:`atomic_output`.
     """
-    with atomic_output(path, what=what) as tmp:
+    with atomic_output(path, what=what, action=action) as tmp:
         tmp.write_text(text, encoding=encoding)
     return Path(path)

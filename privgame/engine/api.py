@@ -367,16 +367,31 @@ class Results:
             table, swept = summarise_results(root, **self._trust())
         return brief_summary(root, table, swept, trust_plugins=self._trust_plugins)[0] if brief else table
 
-    def records(self) -> pd.DataFrame:
+    def records(
+        self, *, sort: str | None = None, top: int | None = None, columns: Sequence[str] | None = None
+    ) -> pd.DataFrame:
         """One row per (record, game) of a record-level game (``privgame report --records``): the grid point's
         swept values, then ``record, game, selection, auc, auc_low, auc_high, accuracy, ..., epsilon_lb``.
+
+        Parameters
+        ----------
+        sort : str or None, default=None
+            A numeric column: the rows from its largest value down, NaN last (``--sort``); ``None``: stored order.
+        top : int or None, default=None
+            Only the first ``top`` rows, after ``sort`` (``--top``; ``records(sort="auc", top=5)``: the five
+            riskiest records); ``None``: all.
+        columns : sequence of str or None, default=None
+            Only these columns, in this order (``--columns``); ``None``: all.
 
         Raises
         ------
         privgame.engine.store.StoreError
             If the experiment's game keeps no per-record results (only the record games do).
+        ValueError
+            If ``sort`` is not a numeric column, ``top`` is below 1, or ``columns`` names a column the table lacks
+            (each listing the valid ones).
         """
-        from privgame.engine.report import records_results
+        from privgame.engine.report import records_results, select_columns, top_rows
         from privgame.engine.store import ResultsStore, StoreError
 
         root = self._root()
@@ -389,7 +404,8 @@ class Results:
                 f"record-model-seeded, lira); this experiment's game is {game!r}."
             )
         with _python_terms():
-            return records_results(root, **self._trust())
+            table = records_results(root, **self._trust())
+        return select_columns(top_rows(table, sort, top), columns)
 
     def compare(self, *, risk: float = 0.8) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The attacks (grid points) side by side on the same targets (``privgame report --compare``): the table
@@ -401,6 +417,64 @@ class Results:
         root = self._root()
         with _python_terms():
             return compare_attacks(root, risk=risk)
+
+    def compare_figure(self, baseline: int | None = None, *, n_boot: int = 1000, ax: Axes | None = None) -> Figure:
+        """The attacks (grid points) side by side on the same targets, as a matplotlib Figure (no file written).
+
+        Without ``baseline``: each attack's log–log ROC curve on its pooled scores, one panel per game played (the
+        record games' traditional and model-seeded games; one panel for the ``lira`` game and the audits), each
+        curve named by the attack's swept values and its pooled AUC
+        (:func:`privgame.engine.compare.compare_roc_curves`).  It shows what :meth:`compare`'s table reads at three
+        FPRs (``tpr_0.001``, ...) over the whole low-FPR range, where membership-inference attacks are told apart
+        (Carlini et al. 2022, arXiv:2112.03570).  With
+        ``baseline``: what ``privgame report --compare --baseline N --plot FILE`` draws, each record's AUC
+        difference from grid point ``baseline`` (with its paired bootstrap interval) against its AUC under the
+        baseline, one panel per game played (:meth:`differences`).
+
+        Parameters
+        ----------
+        baseline : int or None, default=None
+            The grid point every other attack is compared with, record by record; None: the ROC curves.
+        n_boot : int, default=1000
+            Paired bootstrap replicates per record (with ``baseline`` only).
+        ax : matplotlib Axes or None, default=None
+            Draw into this axes, in its figure, where the figure has one panel (one game played); a record game
+            draws a panel for each of its two games and refuses an ``ax``.
+
+        Returns
+        -------
+        Figure
+            A new plain Figure (not managed by pyplot), or ``ax``'s.
+
+        Raises
+        ------
+        ValueError
+            If no grid point has scores of both members and non-members (no ROC curve), no attack besides the
+            baseline has a record in common with it, or ``ax`` is given for a figure of several panels.
+        privgame.engine.store.StoreError
+            If the directory holds no finished trial, or ``baseline`` is not a finished grid point.
+        TypeError
+            If ``ax`` is not a matplotlib Axes, or ``baseline`` not an integer.
+        """
+        root = self._root()
+        if baseline is None:
+            from privgame.analysis.reporting import figure_roc_curves
+            from privgame.engine.compare import compare_roc_curves
+
+            with _python_terms():
+                panels = compare_roc_curves(root)
+            trials = len(self.trials())
+            subtitle = f"pooled scores of each attack's trials ({trials} in all)"
+            return figure_roc_curves(panels, title=self._name, subtitle=subtitle, ax=ax)
+        if isinstance(baseline, bool) or not isinstance(baseline, numbers.Integral):
+            raise TypeError(f"baseline must be a grid point's index (an integer) or None, got {summary(baseline)}.")
+        from privgame.engine.compare import figure_record_differences, point_label, record_differences
+
+        with _python_terms():
+            records, _ = record_differences(root, int(baseline), n_boot=n_boot)
+            label = point_label(root, int(baseline))
+        title = f"each attack against grid point {baseline}\n({label})"
+        return figure_record_differences(records, title=title, ax=ax)
 
     def differences(self, baseline: int, *, n_boot: int = 1000) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Each attack against grid point ``baseline``, record by record on the same rounds (``report --compare
@@ -457,6 +531,53 @@ class Results:
         with _python_terms():
             table, swept = summarise_results(root, **self._trust())
         return figure_results(root, table, swept, ax=ax, trust_plugins=self._trust_plugins)
+
+    def ladder(self, ax: Axes | None = None) -> Figure:
+        """The estimator ladder ``privgame report --ladder FILE`` draws, as a matplotlib Figure (no file written).
+
+        With ``[analysis] estimators``: each chosen estimator's stored median bound, its min–max over the
+        repetitions as a bar, at every grid point beside the analytic ε (one panel per setting of an analysis
+        sweep; :func:`privgame.analysis.reporting.figure_estimator_ladder`).  Without: every ladder estimator's bound
+        on each grid point's stored scores, median over the trials, as grouped bars
+        (:func:`privgame.engine.report.ladder_results`, :func:`privgame.analysis.ladder.figure_ladder`).  The title
+        holds the experiment's name and the confidence, δ, the game's size and the guessing rule.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes or None, default=None
+            Draw into this axes, in its figure, instead of a new figure; a ladder over an ``[analysis]`` sweep (one
+            panel per setting) refuses it.
+
+        Returns
+        -------
+        Figure
+            A new plain Figure (not managed by pyplot), or ``ax``'s.
+
+        Raises
+        ------
+        ValueError
+            If there is nothing to draw (no stored scores to run the ladder on), or ``ax`` is given for a figure of
+            several panels.
+        privgame.engine.store.StoreError
+            If the directory holds no finished trial.
+        TypeError
+            If ``ax`` is not a matplotlib Axes.
+        """
+        from privgame.analysis.reporting import estimator_labels_of, figure_estimator_ladder
+        from privgame.engine.report import ladder_context, ladder_results, summarise_results
+
+        root = self._root()
+        with _python_terms():
+            table, swept = summarise_results(root, **self._trust())
+        title, context = ladder_context(root)
+        if estimator_labels_of(table):
+            figure, _ = figure_estimator_ladder(table, swept, title=title, subtitle=context, ax=ax)
+            return figure
+        from privgame.analysis.ladder import figure_ladder
+
+        with _python_terms():
+            bounds = ladder_results(root, **self._trust())
+        return figure_ladder(bounds, title=f"{title}\n{context}", truth_label="analytic ε", ax=ax)
 
     def _warn_damaged(self, root: str) -> None:
         from privgame.engine.store import ResultsStore, describe_trials

@@ -5,16 +5,17 @@ Usage::
     privgame run CONFIG.toml --out DIR [--n-jobs N] [--repetitions N] [--force] [--no-progress]
                  [--dask-scheduler ADDRESS|local [--dask-timeout SECONDS] [--dask-dashboard]]
                  [--cache-dir DIR | --no-cache] [--fail-fast] [--dry-run]
-    privgame report DIR [--records] [--format table|csv|markdown|latex] [--plot FILE.png|.pdf] [--output FILE]
-                    [--plugins MODULE ...] [--trust-plugins]
+    privgame report DIR [--records [--sort COLUMN] [--top N]] [--columns A,B,...] [--format table|csv|markdown|latex]
+                    [--plot FILE.png|.pdf] [--output FILE] [--plugins MODULE ...] [--trust-plugins]
     privgame list [--plugins MODULE ...]
     privgame domain FILE.csv|.parquet [--output FILE.domain.toml]
-    privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid]
+    privgame validate [--quick] [--repetitions R] [--confidence C ...] [--n-jobs N] [--include-invalid] [--sequential]
     privgame ladder --plot FILE [--mu 1 2 4] [--n N] [--delta D] [--confidence C]
     privgame synth --generator NAME [--param K=V ...] [--data adult] [--train-rows N] [--sample] [--rows N]
                    [--seed S] --out FILE.csv|.parquet [--report]
 
-A bad config or argument prints one line ``privgame: error: ...`` and exits with status 2 before any trial runs.
+A bad config or argument prints one line ``privgame: error: ...`` and exits with status 2 before any trial runs; a
+file that cannot be written (a full disk) prints one line naming it and what was being written, status 1.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from privgame.analysis._figures import SUFFIXES as FIGURE_SUFFIXES
 from privgame.analysis.reporting import TABLE_FORMATS, format_table
+from privgame.core.outputs import OutputWriteError
 from privgame.engine import synth_cli
 from privgame.engine._text import printable
 from privgame.engine.resources import check_n_jobs
@@ -146,6 +148,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--format", choices=TABLE_FORMATS, default="table", help="table format (default: table)")
     report.add_argument(
+        "--sort",
+        metavar="COLUMN",
+        help="with --records: the rows from the largest value of this numeric column down (e.g. auc)",
+    )
+    report.add_argument("--top", type=int, metavar="N", help="with --records: only the first N rows (after --sort)")
+    report.add_argument(
+        "--columns",
+        action="append",
+        metavar="A,B,...",
+        help="only these columns of the table, in this order (comma-separated, or the option repeated; with any "
+        "--format, the summary's columns as --format csv has them)",
+    )
+    report.add_argument(
         "--plot",
         metavar="FILE",
         help="also draw the game's figure (ε lower bound against the analytic ε; for record games, the "
@@ -204,12 +219,19 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     validate = sub.add_parser("validate", help="check every estimator's promise on games with known ε")
-    validate.add_argument("--quick", action="store_true", help="100 repetitions (about 7 minutes on 2 idle cores)")
+    validate.add_argument("--quick", action="store_true", help="100 repetitions (about 8 minutes on 2 idle cores)")
     validate.add_argument("--repetitions", type=int, default=500, help="audits per combination (default 500)")
     validate.add_argument("--confidence", type=float, nargs="+", default=[0.95, 0.7], help="default: 0.95 0.7")
     validate.add_argument("--seed", type=int, default=0)
     validate.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default -1: all cores)")
     validate.add_argument("--include-invalid", action="store_true", help="also run deliberately invalid estimators")
+    validate.add_argument(
+        "--sequential",
+        action="store_true",
+        help="check the sequential audit instead: its level under true claims, read after every trial, and the "
+        "trials it needs on broken ones against the fixed-sample test (--repetitions experiments of 20 trials; "
+        "--quick: 100)",
+    )
     validate.add_argument("--format", choices=TABLE_FORMATS, default="table")
     validate.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
 
@@ -296,8 +318,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    stored = len(store.done())
+    played = (
+        f"{config.n_trials} trials"
+        if stored >= config.n_trials
+        else f"{stored} of {config.n_trials} trials (the sequential audit stopped where it refuted the claim)"
+    )
     print(
-        f"{printable(config.name)}: {config.n_trials} trials in {printable(str(store.root))} "
+        f"{printable(config.name)}: {played} in {printable(str(store.root))} "
         f"({time.perf_counter() - start:.1f} s); summary: privgame report {store.root}"
     )
     return 0
@@ -397,9 +425,10 @@ def _report_warnings(root: str) -> None:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from privgame.analysis.reporting import estimator_labels_of
-    from privgame.engine.report import brief_summary, ceiling_note, plot_results, summarise_results
+    from privgame.engine.report import brief_summary, ceiling_note, mark_ceilings, plot_results, summarise_results
 
     _check_report_outputs(args)
+    _check_report_rows(args)
     trust = {"plugins": args.plugins, "trust_plugins": args.trust_plugins}
     if (args.risk is not None or args.baseline is not None) and not args.compare:
         raise ValueError(f"{'--risk' if args.risk is not None else '--baseline'} needs --compare.")
@@ -413,7 +442,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 raise ValueError("--risk and --baseline are separate comparisons: give one.")
             differences, summary = record_differences(args.results, args.baseline)
             _report_warnings(args.results)  # the damaged trials the comparison left out
-            _write_text(args.output, format_table(differences if args.records else summary, args.format), "--output")
+            table = _shaped(differences if args.records else summary, args)
+            _write_text(args.output, format_table(table, args.format), "--output")
             if args.plot:
                 from privgame.analysis._figures import check_suffix, save
                 from privgame.engine.compare import point_label
@@ -425,7 +455,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         compared, only = compare_attacks(args.results, risk=0.8 if args.risk is None else args.risk)
         _report_warnings(args.results)  # the damaged trials the comparison left out
-        _write_text(args.output, format_table(only if args.records else compared, args.format), "--output")
+        table = _shaped(only if args.records else compared, args)
+        _write_text(args.output, format_table(table, args.format), "--output")
         if not args.records:
             print(
                 f"privgame: {len(only)} record{'' if len(only) == 1 else 's'} at risk under one attack only "
@@ -446,15 +477,30 @@ def _cmd_report(args: argparse.Namespace) -> int:
         _check_plot(args.results)
     _report_warnings(args.results)
     table = _records_table(args.results, trust) if args.records else summary
-    if not args.records and args.format != "csv":
+    if args.records or args.columns:  # --columns picks among all the summary's columns, as --format csv has them
+        table = _shaped(table, args)
+        if not args.records and args.format != "csv":
+            table = mark_ceilings(table)
+    elif args.format != "csv":
         table, hidden = brief_summary(args.results, summary, swept, trust_plugins=args.trust_plugins)
         if hidden:
             print(f"privgame: {hidden} more columns (intervals, diagnostics) with --format csv", file=sys.stderr)
     text = format_table(table, args.format)
+    if not args.records and not args.columns and args.format != "csv":
+        from privgame.engine.report import shared_tables
+
+        for title, shared in shared_tables(args.results, summary, swept, trust_plugins=args.trust_plugins):
+            lead = {"markdown": f"\n**{title}**\n\n", "latex": f"\n% {title}\n"}.get(args.format, f"\n{title}:\n")
+            text += lead + format_table(shared, args.format)
     _write_text(args.output, text, "--output")
     note = None if args.records else ceiling_note(summary)
     if note is not None:
         print(f"privgame: {note}", file=sys.stderr)
+    if not args.records:
+        from privgame.engine.report import summary_notes
+
+        for line in summary_notes(args.results, summary, swept, trust_plugins=args.trust_plugins):
+            print(f"privgame: note: {line}.", file=sys.stderr)
     if args.plot:
         path = plot_results(args.results, summary, swept, args.plot, trust_plugins=args.trust_plugins)
         print(f"figure written to {path}", file=sys.stderr)
@@ -485,6 +531,32 @@ def _cmd_report(args: argparse.Namespace) -> int:
         written = plot_ladder(ladder, args.ladder, title=f"{title}\n{context}", truth_label="analytic ε")
         print(f"ladder written to {written}", file=sys.stderr)
     return 0
+
+
+def _check_report_rows(args: argparse.Namespace) -> None:
+    """Refuse ``--sort`` and ``--top`` without ``--records``, and ``--top`` below 1, before any work."""
+    for option, value in (("--sort", args.sort), ("--top", args.top)):
+        if value is not None and not args.records:
+            raise ValueError(f"{option} needs --records (it orders and cuts the per-record rows).")
+    if args.top is not None and args.top < 1:
+        raise ValueError(f"--top must be a positive integer, got {args.top}.")
+
+
+def _column_names(given: Sequence[str] | None) -> list[str] | None:
+    """``--columns``' names: each value split at its commas (``--columns auc,record --columns value.age``)."""
+    if given is None:
+        return None
+    return [name.strip() for value in given for name in value.split(",")]
+
+
+def _shaped(table: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
+    """The table ``report`` prints: with ``--records``, its rows from the largest ``--sort`` value down, the first
+    ``--top``; then the ``--columns`` asked for, in their order."""
+    from privgame.engine.report import select_columns, top_rows
+
+    if args.records:
+        table = top_rows(table, args.sort, args.top, names=("--sort", "--top"))
+    return select_columns(table, _column_names(args.columns), name="--columns")
 
 
 def _records_table(root: str, trust: dict[str, Any]) -> pd.DataFrame:
@@ -543,18 +615,22 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     check_n_jobs(args.n_jobs, what="--n-jobs")
     _check_seed(args.seed)
     _check_output_file(args.output, "--output")
+    if args.sequential:
+        return _validate_sequential(args, repetitions)
     table = validate(
         repetitions=repetitions,
         confidences=args.confidence,
         seed=args.seed,
         include_invalid=args.include_invalid,
+        include_estimates=True,
         n_jobs=args.n_jobs,
         progress=True,
     )
     _write_text(args.output, format_table(table, args.format, digits=4), "--output")
     forced = table["expected"] == "violates"  # product-model estimators forced on dependent canaries
     invalid = table["estimator"].str.startswith("INVALID")
-    valid = ~invalid & ~forced
+    estimate = table["expected"] == "estimate"  # parametric estimates: no promise, no gate
+    valid = ~invalid & ~forced & ~estimate
     failed = table[valid & ~table["ok"]]
     caught = table[invalid & ~table["ok"]]["estimator"].nunique()
     print(
@@ -570,10 +646,34 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             f"; invalid estimators caught: {caught} of {table[invalid]['estimator'].nunique()}"
             if args.include_invalid
             else ""
+        )
+        + (
+            f"; parametric estimates (not gated, their rate is how often they exceed the true ε): "
+            f"{int(estimate.sum())} rows"
+            if estimate.any()
+            else ""
         ),
         file=sys.stderr,
     )
     return 0 if failed.empty else 1
+
+
+def _validate_sequential(args: argparse.Namespace, experiments: int) -> int:
+    """``privgame validate --sequential``: :func:`privgame.games.validity_sequential.validate_sequential` at the
+    first ``--confidence``; exit status 1 when a true claim is refuted beyond its level (p ≤ 1e-3)."""
+    from privgame.games.validity_sequential import validate_sequential
+
+    confidence = args.confidence[0]
+    table = validate_sequential(experiments=experiments, budget=20, confidence=confidence, seed=args.seed)
+    _write_text(args.output, format_table(table, args.format, digits=4), "--output")
+    true = table[table["true_claim"]]
+    kept = true[true["p_value"] > 1e-3]
+    print(
+        f"sequential audit: {len(kept)} of {len(true)} true-claim scenarios keep the level {1 - confidence:g} under "
+        f"continuous monitoring ({experiments} experiments of up to 20 trials each)",
+        file=sys.stderr,
+    )
+    return 0 if len(kept) == len(true) else 1
 
 
 def _cmd_ladder(args: argparse.Namespace) -> int:
@@ -784,6 +884,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("privgame: interrupted; rerun the same command to resume.", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OutputWriteError as exc:  # a full disk, a permission: the file and what was being written, one line
+        if args.debug:
+            raise
+        print(f"privgame: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:  # an error of the system that no writer named: its own words (a path where it has one)
+        if args.debug:
+            raise
+        print(
+            f"privgame: error: {type(exc).__name__}: {printable(str(exc))} in `privgame {args.command}` "
+            "(run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
     except MemoryError:
         if args.debug:
             raise

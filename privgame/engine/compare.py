@@ -26,7 +26,7 @@ interval (:func:`privgame.analysis.record_risk.auc_difference_interval`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from privgame.analysis.calibration import pooled_auc
 from privgame.analysis.record_risk import tpr_at_fpr
 from privgame.engine.store import ResultsStore, StoreError
 
-__all__ = ["COMPARE_FPRS", "compare_attacks", "record_differences"]
+__all__ = ["COMPARE_FPRS", "compare_attacks", "compare_roc_curves", "figure_record_differences", "record_differences"]
 
 #: the FPRs of the comparison's TPR columns
 COMPARE_FPRS = (1e-3, 1e-2, 1e-1)
@@ -122,15 +122,7 @@ def compare_attacks(
         trials = rows[rows["grid_point"] == point]
         # each record's highest AUC under the other points: none where no other point played it (one attack alone)
         best_other = keyed.drop(point, level="grid_point").groupby(level=["game", "repetition", "record"]).max()
-        pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
-        for trial in trials["trial"].astype(int):
-            outcome = store.load_outcome(trial)
-            for game, scored in _groups(outcome).items():
-                scores, labels_of = pooled.setdefault(game, ([], []))
-                scores.append(np.asarray(outcome.scores, dtype=np.float64)[scored])
-                labels_of.append(np.asarray(outcome.membership, dtype=bool)[scored])
-        for game, (parts, members) in pooled.items():
-            s, b = np.concatenate(parts), np.concatenate(members)
+        for game, (s, b) in _pooled(store, trials["trial"].astype(int)).items():
             mine = keyed.xs(point, level="grid_point")
             if game:
                 mine = mine[mine.index.get_level_values("game") == game]
@@ -168,6 +160,79 @@ def compare_attacks(
                     }
                 )
     return pd.DataFrame(table), pd.DataFrame(only)
+
+
+def _pooled(store: ResultsStore, trials: Iterable[Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The scored pairs of ``trials`` pooled by the game played (:func:`_groups`): scores and membership."""
+    pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+    for trial in trials:
+        outcome = store.load_outcome(int(trial))
+        for game, scored in _groups(outcome).items():
+            scores, members = pooled.setdefault(game, ([], []))
+            scores.append(np.asarray(outcome.scores, dtype=np.float64)[scored])
+            members.append(np.asarray(outcome.membership, dtype=bool)[scored])
+    return {game: (np.concatenate(s), np.concatenate(b)) for game, (s, b) in pooled.items()}
+
+
+def compare_roc_curves(root: str) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Each attack's log–log ROC curve on its pooled scores, one panel per game played: the curves that
+    ``Results.compare_figure()`` draws (:func:`privgame.analysis.reporting.figure_roc_curves`).
+
+    Every grid point's scored pairs (its every trial's) are pooled, as for ``auc_pooled`` and ``tpr_<f>`` of
+    :func:`compare_attacks`, and its TPR is read at 81 log-spaced FPRs from 1e-4 to 1 against the FPR realised
+    there (:func:`privgame.analysis.calibration.pooled_roc`); the grid points that differ only in the analysis are
+    drawn once, by their first point.
+
+    Parameters
+    ----------
+    root : str
+        A results directory whose game stores each trial's scores and membership (the record games, ``lira``,
+        one-run and multi-run audits).
+
+    Returns
+    -------
+    dict of str to dict of str to (ndarray, ndarray)
+        ``{game played: {attack: (realised FPR, TPR)}}``; an attack is named by the swept values that tell the
+        grid points apart (``name=lira, online=True``) and its pooled AUC.
+
+    Raises
+    ------
+    StoreError
+        If ``root`` has no finished trials.
+    ValueError
+        If no grid point has scored pairs of both members and non-members (no curve to draw).
+    """
+    from privgame.analysis.calibration import pooled_roc
+
+    store, rows, swept, grid = _read(root)
+    first: dict[tuple[Any, ...], int] = {}
+    for point in sorted(int(g) for g in rows["grid_point"].unique()):
+        first.setdefault(tuple(str(grid[point].get(k)) for k in swept), point)
+    shown = [k for k in swept if k == "attack.name" or len({str(grid[p].get(k)) for p in first.values()}) > 1]
+    played = str(_section(store, "game").get("name", "")) or "scores"
+    panels: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    for point in sorted(first.values()):
+        name = (
+            ", ".join(f"{k.split('.', 1)[1]}={grid[point][k]}" for k in shown if grid[point].get(k) is not None)
+            or f"grid point {point}"
+        )
+        for game, (s, b) in _pooled(store, rows.loc[rows["grid_point"] == point, "trial"].astype(int)).items():
+            if b.all() or not b.any():
+                continue
+            _, tpr, realised = pooled_roc(s, b)
+            panels.setdefault(game or played, {})[f"{name} (AUC {pooled_auc(s, b):.3f})"] = (realised, tpr)
+    if not panels:
+        raise ValueError(f"{root!r} holds no grid point with scores of both members and non-members: no ROC curve.")
+    return panels
+
+
+def _section(store: ResultsStore, name: str) -> dict[str, Any]:
+    """A section of the stored config (the first table of an ``[[attack]]`` list), empty where it holds none."""
+    config = store.manifest().get("config")
+    section = config.get(name) if isinstance(config, dict) else None
+    if isinstance(section, list):
+        section = section[0] if section else None
+    return section if isinstance(section, dict) else {}
 
 
 def _record_rounds(outcome: Any) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
@@ -312,21 +377,23 @@ def record_differences(
 _MAX_BARS = 200
 
 
-def figure_record_differences(records: pd.DataFrame, *, title: str | None = None) -> Any:
+def figure_record_differences(records: pd.DataFrame, *, title: str | None = None, ax: Any = None) -> Any:
     """Each record's AUC difference from the baseline (with its paired interval) against its AUC under the
-    baseline, one colour per attack, one panel per game played (:func:`record_differences`' ``records``).
+    baseline, one colour per attack, one panel per game played (:func:`record_differences`' ``records``); into
+    ``ax`` (a matplotlib Axes) where there is one panel, the title then above it.
 
     Raises
     ------
     ValueError
-        If ``records`` is empty.
+        If ``records`` is empty, or ``ax`` is given for more than one panel.
     """
-    from privgame.analysis._figures import new_axes
+    from privgame.analysis._figures import new_axes, root_figure
 
     if records.empty:
         raise ValueError("records must hold at least one record's difference (no attack besides the baseline?).")
     games = list(dict.fromkeys(records["game"].astype(str)))
-    figure, axes = new_axes(None, 1, len(games), figsize=(5.5 * len(games), 4.2), what="the differences", sharey=True)
+    own = ax is None
+    figure, axes = new_axes(ax, 1, len(games), figsize=(5.5 * len(games), 4.2), what="the differences", sharey=True)
     labels = [  # the values that tell the attacks apart (a value all of them share says nothing)
         c
         for c in records.columns
@@ -354,12 +421,12 @@ def figure_record_differences(records: pd.DataFrame, *, title: str | None = None
                 ax.scatter(x, y, s=4, alpha=0.4, label=name)
         ax.axhline(0.0, color="black", lw=0.8)
         ax.set_xlabel("the record's AUC under the baseline")
-        ax.set_title(game)
+        ax.set_title(game if own or not title else f"{title}\n{game}", fontsize=None if own or not title else 9)
     axes[0][0].set_ylabel("AUC difference from the baseline (paired interval)")
     axes[0][-1].legend(fontsize=7, loc="best")
-    if title:
+    if title and own:
         figure.suptitle(title, fontsize=9)
-    return figure
+    return root_figure(figure)
 
 
 def point_label(root: str, point: int) -> str:

@@ -8,7 +8,7 @@ A config has five sections, and an optional sixth (``docs/config.md`` documents 
     [mechanism]   name = registered mechanism, then its parameters
     [attack]      name = registered attack, then its parameters
     [analysis]    confidence, delta, estimators, threshold, two_sided, allow_unmatched_family,
-                  allow_dependent_canaries
+                  allow_dependent_canaries, sequential
 
 A list value in ``[game]``, ``[mechanism]`` or ``[attack]`` sweeps that parameter; several lists sweep their
 cartesian product (in file order: game, mechanism, attack).  A parameter whose own type is a sequence takes a
@@ -415,6 +415,12 @@ def parse_config(
         if reason is not None:
             raise ConfigError(f"incompatible components: {reason}.")
         for analysis in analyses:
+            if analysis.sequential:
+                from privgame.games.sequential import check_sequential
+
+                problem = check_sequential(built["game"])
+                if problem is not None:
+                    raise ConfigError(f"[analysis] {problem}.")
             if analysis.custom or analysis.two_sided:
                 from privgame.games.bounds import settings_problem
 

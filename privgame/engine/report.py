@@ -40,10 +40,16 @@ __all__ = [
     "figure_results",
     "ladder_context",
     "ladder_results",
+    "mark_ceilings",
     "plot_problem",
     "plot_results",
     "records_results",
+    "select_columns",
+    "shared_tables",
+    "sortable_columns",
     "summarise_results",
+    "summary_notes",
+    "top_rows",
     "trial_curve_paths",
 ]
 
@@ -136,6 +142,9 @@ def _load(root: str, plugins: Sequence[str] = (), trust_plugins: bool = False, *
             source=_manifest_name(root),
             trusted=trust_plugins,
         )
+        repetitions = manifest.get("repetitions")
+        if isinstance(repetitions, int) and not isinstance(repetitions, bool) and repetitions > 0:
+            analyses = tuple(a.with_budget(repetitions) for a in analyses)  # a sequential audit's budget
     except ConfigError as exc:
         hint = _plugin_hint(named)
         message = f"{root}/manifest.json: " + (f"{str(exc).rstrip('.')}{hint}." if hint else str(exc))
@@ -334,6 +343,97 @@ def records_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: bo
     return pd.concat([table, values.add_prefix(VALUE_PREFIX)], axis=1)
 
 
+def sortable_columns(table: pd.DataFrame) -> list[str]:
+    """The columns of ``table`` that :func:`top_rows` can sort by: those holding numbers (booleans excluded)."""
+    return [
+        str(c)
+        for c in table.columns
+        if pd.api.types.is_numeric_dtype(table[c]) and not pd.api.types.is_bool_dtype(table[c])
+    ]
+
+
+def top_rows(
+    table: pd.DataFrame,
+    sort: str | None = None,
+    top: int | None = None,
+    *,
+    names: tuple[str, str] = ("sort", "top"),
+) -> pd.DataFrame:
+    """The rows of ``table`` in descending order of column ``sort``, the first ``top`` of them
+    (``privgame report --records --sort auc --top 5``: the five riskiest records).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A table of :func:`records_results` (or any table).
+    sort : str or None, default=None
+        A numeric column (:func:`sortable_columns`); rows are ordered by it from the largest, NaN last, equal values
+        in their stored order.  ``None``: the stored order.
+    top : int or None, default=None
+        Keep the first ``top`` rows (a positive integer; more than the table has keeps them all).  ``None``: all.
+    names : tuple of str, default=("sort", "top")
+        How messages name the two parameters (the command's ``("--sort", "--top")``).
+
+    Returns
+    -------
+    DataFrame
+        The rows kept, their index renumbered from 0.
+
+    Raises
+    ------
+    ValueError
+        If ``sort`` is not a numeric column of ``table`` (listing those that are), or ``top`` is below 1.
+    TypeError
+        If ``sort`` is not a string or ``top`` not an integer.
+    """
+    if sort is not None:
+        if not isinstance(sort, str):
+            raise TypeError(f"{names[0]} must be a column name (a string), got {sort!r}.")
+        valid = sortable_columns(table)
+        if sort not in valid:
+            kind = "is not numeric" if sort in table.columns else "is not a column of the table"
+            raise ValueError(
+                f"{names[0]} must name a numeric column, got {sort!r}, which {kind}; valid: {', '.join(valid)}."
+            )
+        table = table.sort_values(sort, ascending=False, kind="stable", na_position="last")
+    if top is not None:
+        if isinstance(top, bool) or not isinstance(top, int | np.integer):
+            raise TypeError(f"{names[1]} must be a positive integer, got {top!r}.")
+        if top < 1:
+            raise ValueError(f"{names[1]} must be a positive integer, got {top!r}.")
+        table = table.iloc[: int(top)]
+    return table.reset_index(drop=True)
+
+
+def select_columns(table: pd.DataFrame, columns: Sequence[str] | None, *, name: str = "columns") -> pd.DataFrame:
+    """The columns ``columns`` of ``table``, in that order (``privgame report --columns auc,record``); ``None``:
+    all of them.
+
+    Raises
+    ------
+    ValueError
+        If ``columns`` is empty, names a column twice, or names one ``table`` lacks (listing those it has); ``name``
+        is how the message names the parameter (the command's ``"--columns"``).
+    TypeError
+        If ``columns`` is a string, or holds something else than strings.
+    """
+    if columns is None:
+        return table
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise TypeError(f"{name} must be a list of column names, got {columns!r}.")
+    if not columns:
+        raise ValueError(f"{name} must name at least one column; valid: {', '.join(map(str, table.columns))}.")
+    unknown = [c for c in columns if c not in table.columns]
+    if unknown:
+        raise ValueError(
+            f"{name} must name columns of the table, got {unknown[0]!r}; valid: {', '.join(map(str, table.columns))}."
+        )
+    twice = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{name} must name each column once, got {twice!r} twice.")
+    return table[list(columns)]
+
+
 def _values_of(games: Sequence[Game], points: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
     """Each record's values (:func:`_record_values`), row for row with ``points`` (its grid point) and ``ids``;
     where grid points differ in their columns, a column a point lacks is empty on its rows."""
@@ -491,14 +591,28 @@ def figure_results(
             ax=ax,
         )
         return figure
+    _, context = ladder_context(root, confidence=False)  # the title states the confidence with the trials
     return figure_lower_bounds(
         summary,
         group_by=group_by,
-        title=f"{name}\n" + textwrap.fill(context, 60),
+        title=name,
+        subtitle=textwrap.fill(context, 70),
         bound=cls.headline,
         band=cls.headline_band,
+        confidence=_confidence(store),
+        own_estimator=cls.headline_estimator,
         ax=ax,
     )
+
+
+def _confidence(store: ResultsStore) -> float | list[float] | None:
+    """The stored config's ``[analysis] confidence`` for a figure's title (a list for an analysis sweep; 0.95 when
+    not given); None where the manifest holds something else (the title then states none)."""
+    given = _table(_table(store.manifest().get("config")).get("analysis")).get("confidence", 0.95)
+    values = given if isinstance(given, list) else [given]
+    if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1 for v in values):
+        return None
+    return [float(v) for v in values] if isinstance(given, list) else float(given)
 
 
 def plot_trial_curves(
@@ -567,16 +681,11 @@ def brief_summary(
     """The summary as a plain table shows it: the swept columns and the game's brief columns
     (``Game.brief_columns``), with how many columns were left out (``--format csv`` has them all).  Reads only the
     manifest (``summary`` came from :func:`summarise_results`, which read the rows; ``trust_plugins`` as there)."""
-    manifest = ResultsStore(root).manifest()
-    config = _table(manifest.get("config"))
-    _, games = stored_games(
-        config,
-        tuple(swept),
-        attack_points=manifest.get("attack_points"),
-        source=_manifest_name(root),
-        trusted=trust_plugins,
-    )
+    games = _summary_games(root, swept, trust_plugins)
     brief = games[0].brief_columns() if games else None
+    shared = set(games[0].shared_columns()) if games else set()
+    if brief is not None:  # shown once per set of models (shared_tables), not in every attack's row
+        brief = tuple(c for c in brief if c not in shared)
     from privgame.analysis.reporting import estimator_labels_of
 
     labels = estimator_labels_of(summary)
@@ -588,6 +697,14 @@ def brief_summary(
                 for label in labels
                 for end in (*ends, "tightness", "over_claim", "over_claim_allowed", "verdict")
             ),
+            # a parametric estimate (gauss_fit): its kind says it is no bound; it has no ceiling nor verdict
+            *(
+                c
+                for c in summary.columns
+                if c.endswith((".kind", ".epsilon_estimate_median", ".epsilon_estimate_min", ".epsilon_estimate_max"))
+            ),
+            # a sequential audit's one verdict over every estimator, its evidence and the trials it read
+            *(("verdict", "sequential_e", "sequential_trials") if "sequential_e" in summary.columns else ()),
             "n_runs",
             "n_trials",
         )
@@ -597,6 +714,42 @@ def brief_summary(
     keep += [c for c in brief if c in summary.columns and c not in keep]
     keep += [c for c in ("failed",) if c in summary.columns]
     return _ceiling_markers(summary[keep]), summary.shape[1] - len(keep)
+
+
+def _summary_games(root: str, swept: Sequence[str], trust_plugins: bool) -> tuple[Game, ...]:
+    """The grid points' games of the results in ``root``, from the manifest alone."""
+    manifest = ResultsStore(root).manifest()
+    _, games = stored_games(
+        _table(manifest.get("config")),
+        tuple(swept),
+        attack_points=manifest.get("attack_points"),
+        source=_manifest_name(root),
+        trusted=trust_plugins,
+    )
+    return games
+
+
+def shared_tables(
+    root: str, summary: pd.DataFrame, swept: Sequence[str], *, trust_plugins: bool = False
+) -> list[tuple[str, pd.DataFrame]]:
+    """The game's statistics of each set of models (``Game.shared_columns``: LiRA's calibration of the models'
+    confidences), once per set: the grid points that differ only in their attack (``attack.*``) share one row.
+    Each item is the game's title for them and the table (the swept values that tell the sets apart, then the
+    columns); ``[]`` for games without such columns."""
+    games = _summary_games(root, swept, trust_plugins)
+    columns = [c for c in (games[0].shared_columns() if games else ()) if c in summary.columns]
+    if not columns:
+        return []
+    keys = [c for c in summary.columns if c in swept and not c.startswith("attack.")]
+    extra = [c for c in ("n_models",) if c in summary.columns and c not in keys]
+    table = summary[keys + extra + columns].drop_duplicates(subset=keys or None, keep="first")
+    return [(games[0].shared_title, table.reset_index(drop=True))]
+
+
+def summary_notes(root: str, summary: pd.DataFrame, swept: Sequence[str], *, trust_plugins: bool = False) -> list[str]:
+    """The game's warnings on the summary (``Game.summary_notes``), where a figure is not what it seems."""
+    games = _summary_games(root, swept, trust_plugins)
+    return games[0].summary_notes(summary) if games else []
 
 
 CEILING_MARKER = ">=99% of ceiling"
@@ -610,6 +763,12 @@ CEILING_NOTE = (
     "right): the audit, not the mechanism, limits them, and more canaries or more guesses would raise them "
     "(docs/estimators.md#ceilings)."
 )
+
+
+def mark_ceilings(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` as a plain, Markdown or LaTeX report prints it: each ``at_ceiling`` column as
+    :data:`CEILING_MARKER` or :data:`BELOW_CEILING` (``--format csv`` keeps the booleans)."""
+    return _ceiling_markers(table)
 
 
 def _ceiling_markers(table: pd.DataFrame) -> pd.DataFrame:
@@ -645,9 +804,9 @@ def _context(store: ResultsStore) -> str:
     return printable(f"game {game}, mechanism {mechanism}, attack{'s' if len(names) > 1 else ''} {attack}")
 
 
-def ladder_context(root: str) -> tuple[str, str]:
-    """A ladder's title (the experiment's name) and its context line: the confidence, δ, the game's size and the
-    guessing rule, as the stored config says."""
+def ladder_context(root: str, *, confidence: bool = True) -> tuple[str, str]:
+    """A ladder's title (the experiment's name) and its context line: the confidence (``confidence=False``: left
+    out), δ, the game's size and the guessing rule, as the stored config says."""
     config = _table(ResultsStore(root).manifest().get("config"))
     name = str(_table(config.get("experiment")).get("name", Path(root).name))
     analysis = _table(config.get("analysis"))
@@ -657,7 +816,8 @@ def ladder_context(root: str) -> tuple[str, str]:
         given = analysis.get(key, default)
         return ", ".join(f"{float(v):g}" for v in given) if isinstance(given, list) else f"{float(given):g}"
 
-    parts = [f"confidence {values('confidence', 0.95)}", f"δ = {values('delta', 0.0)}"]
+    parts = [f"confidence {values('confidence', 0.95)}"] if confidence else []
+    parts.append(f"δ = {values('delta', 0.0)}")
     if "m" in game:
         parts.append(f"m = {game['m']}")
     if "runs" in game:

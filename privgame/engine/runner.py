@@ -553,6 +553,62 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 _OnResult = Callable[[_Attempt], bool]  # store one attempt; True: stop the run
+_Skip = Callable[[tuple[Any, ...]], bool]  # whether a job need not be played any more (a sequential audit stopped)
+
+
+def _never(job: tuple[Any, ...]) -> bool:
+    return False
+
+
+class _SequentialStops:
+    """Where each sequential grid point (``[analysis] sequential``) stopped: the repetition at which its
+    anytime-valid test refuted the claim (:mod:`privgame.games.sequential`).  Fed every stored row by the calling
+    thread; read by the feeder thread through :meth:`skip` (a dict read, atomic under the GIL)."""
+
+    def __init__(self, config: ExperimentConfig, epsilons: Sequence[float], stored: Any) -> None:
+        from privgame.games.sequential import stops_from_rows
+
+        self.budget = config.repetitions
+        self.points = {
+            g: (float(epsilons[g]), p.analysis.confidence) for g, p in enumerate(config.grid) if p.analysis.sequential
+        }
+        self.rows: dict[int, list[dict[str, Any]]] = {g: [] for g in self.points}
+        self.stops: dict[int, int] = {}
+        if self.points and len(stored):
+            mine = stored[stored["grid_point"].isin(list(self.points))]
+            for g in self.points:
+                self.rows[g] = mine[mine["grid_point"] == g].to_dict("records")
+            claims = {g: c for g, (c, _) in self.points.items()}
+            confidence = {g: k for g, (_, k) in self.points.items()}
+            self.stops = stops_from_rows(mine, claims, confidence, self.budget)
+
+    def __bool__(self) -> bool:
+        return bool(self.points)
+
+    def record(self, grid_point: int, row: Mapping[str, Any]) -> None:
+        """A stored row of ``grid_point``: the test reads on, and the point stops when its claim is refuted."""
+        if grid_point not in self.points or grid_point in self.stops:
+            return
+        import pandas as pd
+
+        from privgame.games.sequential import sequential_stop
+
+        self.rows[grid_point].append(dict(row))
+        claim, confidence = self.points[grid_point]
+        stop = sequential_stop(pd.DataFrame.from_records(self.rows[grid_point]), claim, confidence, self.budget)
+        if stop is not None:
+            self.stops[grid_point] = stop
+
+    def stopped(self, trial: Trial) -> bool:
+        """Whether ``trial`` comes after its grid point's stop (never read: no need to play it)."""
+        stop = self.stops.get(trial.grid_index)
+        return stop is not None and trial.repetition > stop
+
+    def skip(self, job: tuple[Any, ...]) -> bool:
+        """Whether every trial of ``job`` (its play and the analysis sweep's siblings) comes after its stop."""
+        return self.stopped(job[1]) and all(self.stopped(sibling[1]) for sibling in job[6])
+
+
 #: whether the parent plays trials while the workers start (tests switch it off to give the workers every trial)
 PARENT_PLAYS_WHILE_WORKERS_START = True
 _WORKER_DEATHS = 2  # a trial in flight when this many worker pools broke is recorded as failed
@@ -598,8 +654,10 @@ def _worker_env(n_workers: int) -> dict[str, str]:
     return env
 
 
-def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult) -> None:
+def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult, skip: _Skip = _never) -> None:
     for job in jobs:
+        if skip(job):
+            continue
         if on_result(_attempt(*job)):
             return
 
@@ -610,8 +668,10 @@ def _run_local(
     on_result: _OnResult,
     plugins: tuple[str, ...] = (),
     source: Any = None,
+    skip: _Skip = _never,
 ) -> None:
-    """Run ``jobs`` in the parent and, once that has taken a while, on ``n_workers`` loky processes too.
+    """Run ``jobs`` in the parent and, once that has taken a while, on ``n_workers`` loky processes too (a job
+    that ``skip`` says is no longer needed, when its turn comes, is dropped).
 
     Which process plays a trial never changes its numbers (each trial has its own seed), so this only decides
     the time.  The parent plays trials from the start; after :func:`_worker_start_delay` a feeder thread starts
@@ -657,6 +717,8 @@ def _run_local(
                 with lock:
                     while queue and len(in_flight) < 2 * n_workers:
                         job = queue.popleft()
+                        if skip(job):
+                            continue
                         in_flight[executor.submit(_worker_attempt, plugins, source, *job)] = job
                 if not in_flight:
                     return
@@ -702,6 +764,8 @@ def _run_local(
             if job is None:
                 stop.set()  # the parent took every trial: workers are not needed
                 break
+            if skip(job):
+                continue
             if on_result(_attempt(*job)):
                 return
         while True:
@@ -727,8 +791,10 @@ def _run_dask(
     on_result: _OnResult,
     plugins: tuple[str, ...] = (),
     source: Any = None,
+    skip: _Skip = _never,
 ) -> None:
-    """Submit every trial to the Dask scheduler at once and store each as it finishes.
+    """Submit every trial to the Dask scheduler at once and store each as it finishes (cancelling those ``skip``
+    says are no longer needed, after each result).
 
     Straight through ``distributed`` rather than joblib's ``dask`` backend, which runs every trial in the client
     when the cluster has a single thread and keeps only twice the threads present at the start in flight (so
@@ -754,6 +820,8 @@ def _run_dask(
         try:
             job_of = {future.key: job for future, job in zip(futures, jobs, strict=True)}
             for future in _distributed().as_completed(futures):
+                if future.cancelled():
+                    continue
                 try:
                     attempt = future.result()
                 except killed_worker:  # blamed for a worker's death, maybe only for sharing the culprit's worker
@@ -763,7 +831,12 @@ def _run_dask(
                 future.release()
                 if on_result(attempt):
                     return
-            for job in suspects:  # alone now: a death is this trial's own doing
+                unneeded = [f for f in futures if not f.done() and skip(job_of[f.key])]
+                if unneeded:
+                    client.cancel(unneeded)
+            for job in suspects:
+                if skip(job):
+                    continue  # alone now: a death is this trial's own doing
                 future = submit(job, 1)
                 futures.append(future)
                 try:
@@ -888,7 +961,10 @@ def _run_held(
         ResultsStore(out).rewrite_manifest(experiment.manifest)
     store = ResultsStore.open_for_run(out, experiment.manifest, config_bytes, force=force)
     done = store.resume()
-    pending = [t for t in experiment.trials if t.index not in done]
+    sequential = _SequentialStops(config, experiment.epsilons, store.rows() if done else ())
+    pending = [t for t in experiment.trials if t.index not in done and not sequential.stopped(t)]
+    if sequential:  # every grid point's first repetitions first, so that each stops as early as it can
+        pending.sort(key=lambda t: (t.repetition, t.grid_index))
     jobs = _jobs(config, pending, experiment.epsilons, cache, store.progress_path)
     bar = tqdm(
         total=config.n_trials,
@@ -910,6 +986,7 @@ def _run_held(
             if one.failure is None:
                 assert one.row is not None and one.outcome is not None  # set together by _attempt
                 store.write_trial(one.index, one.row, one.outcome, one.records)
+                sequential.record(int(one.row["grid_point"]), one.row)
             else:
                 path = store.write_failure(one.index, one.failure)
                 failed.append(one.index)
@@ -922,13 +999,14 @@ def _run_held(
     workers = _workers(n_jobs)
     try:
         with bar, runs_bar:
+            skip = sequential.skip if sequential else _never
             if dask is not None:
                 if jobs:
-                    _run_dask(jobs, dask, workers, on_result, config.plugins, config.data_source)
+                    _run_dask(jobs, dask, workers, on_result, config.plugins, config.data_source, skip)
             elif workers == 1 or len(jobs) <= 1:
-                _run_in_parent(jobs, on_result)
+                _run_in_parent(jobs, on_result, skip)
             else:
-                _run_local(jobs, workers, on_result, config.plugins, config.data_source)
+                _run_local(jobs, workers, on_result, config.plugins, config.data_source, skip)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             store.write_results()

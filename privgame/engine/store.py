@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from privgame.core.inputs import InputFileError, open_input, read_input
+from privgame.core.outputs import OutputWriteError
 from privgame.engine.config import config_hash
 from privgame.games._base import TrialOutcome
 
@@ -159,27 +160,39 @@ def _trial_index(path: Path) -> int | None:
 
 
 def _mkdir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputWriteError(path, "making the folder", exc) from None
 
 
-def _atomic_write(path: Path, write: Any) -> None:
+def _atomic_write(path: Path, write: Any, action: str) -> None:
     """Write through ``write(tmp_path)`` to a temporary file in the same folder, then rename into place.
 
     Raises
     ------
     StoreError
         If ``path`` is a directory (which the rename could not replace, and privgame would not delete).
+    privgame.core.outputs.OutputWriteError
+        If the file cannot be written (a full disk, a permission): one line naming ``path``, ``action`` (what was
+        being written, ``"writing trial 12's row"``) and the system's error; nothing is left in ``path``'s place.
     """
     if path.is_dir() and not path.is_symlink():
         raise StoreError(
             f"{str(path)!r} must be a file, got a directory; privgame deletes no folder it did not make: move it "
             "away and run again."
         )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputWriteError(path, action, exc) from None
     os.close(fd)
     try:
         write(Path(tmp))
         os.replace(tmp, path)
+    except OSError as exc:  # pyarrow's and numpy's write errors are OSErrors too
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputWriteError(path, action, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -481,9 +494,10 @@ class ResultsStore:
         for stale in path.glob(".*.tmp"):  # left by a run killed while writing
             stale.unlink(missing_ok=True)
         if not (path / _MANIFEST).exists():
-            _atomic_write(path / _MANIFEST, lambda p: p.write_text(json.dumps(dict(manifest), indent=2, default=str)))
+            text = json.dumps(dict(manifest), indent=2, default=str)
+            _atomic_write(path / _MANIFEST, lambda p: p.write_text(text), "writing the manifest")
         if not (path / _CONFIG).exists():
-            _atomic_write(path / _CONFIG, lambda p: p.write_bytes(config_bytes))
+            _atomic_write(path / _CONFIG, lambda p: p.write_bytes(config_bytes), "writing the config's copy")
         for sub in _DIRS:
             _mkdir(path / sub)
             for stale in (path / sub).glob(".*.tmp"):
@@ -612,7 +626,7 @@ class ResultsStore:
         they are; the new manifest, written before any new trial, is what makes them part of it."""
         self.manifest()  # refuses what is not a results directory of this format
         text = json.dumps(dict(manifest), indent=2, default=str)
-        _atomic_write(self.root / _MANIFEST, lambda p: p.write_text(text))
+        _atomic_write(self.root / _MANIFEST, lambda p: p.write_text(text), "rewriting the manifest")
 
     def _linked_problem(self, remedy: str) -> None:
         """Refuse a directory one of whose own names is a symbolic link: resuming would write (and discard damaged
@@ -986,15 +1000,18 @@ class ResultsStore:
 
             return go
 
-        _atomic_write(self._raw_path(trial), hashed("sha256_raw", lambda p: _write_npz(p, arrays)))
+        raw = hashed("sha256_raw", lambda p: _write_npz(p, arrays))
+        _atomic_write(self._raw_path(trial), raw, f"writing trial {trial}'s raw arrays")
         if records:
             extra = {"trial": row["trial"], "grid_point": row["grid_point"]}
             rec = pa.Table.from_pylist([{**extra, **dict(r)} for r in records])
             path = self.root / "records" / _trial_name(trial, ".parquet")
-            _atomic_write(path, hashed("sha256_records", lambda p: pq.write_table(rec, p)))
+            rows = hashed("sha256_records", lambda p: pq.write_table(rec, p))
+            _atomic_write(path, rows, f"writing trial {trial}'s per-record rows")
         self.progress_path(trial).unlink(missing_ok=True)
         table = pa.Table.from_pylist([{**dict(row), **checksums}])
-        _atomic_write(self.root / "trials" / _trial_name(trial, ".parquet"), lambda p: pq.write_table(table, p))
+        row_path = self.root / "trials" / _trial_name(trial, ".parquet")
+        _atomic_write(row_path, lambda p: pq.write_table(table, p), f"writing trial {trial}'s row")
         self.failure_path(trial).unlink(missing_ok=True)
 
     def write_failure(self, trial: int, failure: Mapping[str, Any]) -> Path:
@@ -1004,7 +1021,8 @@ class ResultsStore:
         path = self.failure_path(trial)
         self.progress_path(trial).unlink(missing_ok=True)
         text = json.dumps(dict(failure), indent=2, default=str)
-        _atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+        action = f"writing trial {trial}'s failure record"
+        _atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"), action)
         return path
 
     def write_results(self) -> Path:
@@ -1012,10 +1030,14 @@ class ResultsStore:
         ``records.parquet``)."""
         rows = self.rows()
         path = self.root / "results.parquet"
-        _atomic_write(path, lambda p: rows.to_parquet(p, index=False))
+        _atomic_write(path, lambda p: rows.to_parquet(p, index=False), "gathering every trial's row")
         records = self.records()
         if not records.empty:
-            _atomic_write(self.root / "records.parquet", lambda p: records.to_parquet(p, index=False))
+            _atomic_write(
+                self.root / "records.parquet",
+                lambda p: records.to_parquet(p, index=False),
+                "gathering every trial's per-record rows",
+            )
         return path
 
     def _raw_path(self, trial: int) -> Path:

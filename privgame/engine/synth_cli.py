@@ -285,12 +285,16 @@ def training_data(
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write ``frame`` as CSV or Parquet by ``path``'s extension (Parquet keeps categories and int64; CSV keeps
     values only); the parent directory is created."""
-    from privgame.core.outputs import atomic_output
+    from privgame.core.outputs import OutputWriteError, atomic_output
 
     p = Path(path)
     _check_suffix(p)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(p, what="--out") as tmp:  # a kill leaves the old table or the new one
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputWriteError(p.parent, "making --out's folder", exc) from None
+    # a kill leaves the old table or the new one
+    with atomic_output(p, what="--out", action="writing the synthetic table (--out)") as tmp:
         if p.suffix.lower() == ".csv":
             frame.to_csv(tmp, index=False)
         else:

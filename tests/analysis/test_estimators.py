@@ -62,6 +62,10 @@ def test_a_mismatched_family_is_refused_unless_allowed_and_then_labelled_and_ove
         (["gdp"], GAUSSIAN, 0.0, True, r"set \[analysis\] delta"),
         (["fdp"], None, 1e-5, False, "none is known for this mechanism"),
         (["fdp_pld"], GAUSSIAN, 1e-5, False, "'fdp_pld' may bound above"),
+        (["gauss_fit"], GAUSSIAN, 1e-5, False, "'gauss_fit' is an estimate .*name a bound as well .*steinke"),
+        (["steinke", "gauss_fit"], GAUSSIAN, 0.0, False, r"'gauss_fit' needs \[analysis\] delta > 0"),
+        (["clopper_pearson", "gauss_fit"], GAUSSIAN, 1e-5, True, "'gauss_fit' is an estimate from one run's"),
+        (["gauss_fit", "steinke", "gauss_fit"], GAUSSIAN, 1e-5, False, "'gauss_fit' is named twice"),
     ],
 )
 def test_invalid_requests_are_one_line_each(names, claim, delta, has_runs, message):
@@ -130,3 +134,25 @@ def test_order_stats_on_dependent_canaries_is_refused_unless_allowed_and_then_la
     assert [e.label for e in resolve_estimators(["fdp"], DPSGD, delta=1e-5, has_runs=False, dependence=reason)] == [
         "fdp_pld"
     ]
+
+
+def test_the_gaussian_fit_is_an_estimate_with_no_bound():
+    """gauss_fit resolves (after or before a bound) to an estimate: no family, no bound from counts or scores, and
+    its fit is :func:`privgame.analysis.gaussian_fit.gaussian_fit`'s."""
+    from privgame.analysis.estimators import ESTIMATES, estimate_from_scores
+    from privgame.analysis.gaussian_fit import gaussian_fit
+
+    assert ESTIMATES == ("gauss_fit",) and "gauss_fit" in ESTIMATORS
+    fit, steinke = resolve_estimators(["gauss_fit", "steinke"], GAUSSIAN, delta=1e-5, has_runs=False)
+    assert (fit.label, fit.family, fit.is_estimate, steinke.is_estimate) == ("gauss_fit", None, True, False)
+    with pytest.raises(ValueError, match="is an estimate from scores, not a bound from guess counts"):
+        bound_from_counts(fit, 100, 10, 8, confidence=0.95, delta=1e-5)
+    rng = np.random.default_rng(1)
+    ins, outs = rng.normal(1.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
+    with pytest.raises(ValueError, match="is an estimate, not a bound: use estimate_from_scores"):
+        bound_from_scores(fit, ins, outs, confidence=0.95, delta=1e-5)
+    with pytest.raises(ValueError, match="'steinke' is a bound"):
+        estimate_from_scores(steinke, ins, outs, confidence=0.95, delta=1e-5)
+    assert estimate_from_scores(fit, ins, outs, confidence=0.9, delta=1e-5) == gaussian_fit(
+        ins, outs, delta=1e-5, confidence=0.9
+    )

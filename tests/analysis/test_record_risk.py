@@ -6,7 +6,8 @@
   deliberately broken bootstrap (non-members never resampled) fails the same check.
 * ``accuracy_interval``: closed forms, the clipping, and Hoeffding's coverage (binomial test at 1e-3), with a broken
   interval that fails it.
-* ``tpr_at_fpr``: hand-made cases with ties and a brute-force loop over thresholds.
+* ``tpr_at_fpr``: hand-made cases with ties and a brute-force loop over thresholds; ``column_tpr_at_fpr`` against it
+  column by column.
 * ``miss_rate``, ``rmsd``, ``miss_rate_table`` on hand-made vectors; ``plot_risk_scatter`` writes files and refuses
   bad input.  Every error path has a test.
 """
@@ -34,6 +35,7 @@ from privgame.analysis.record_risk import (
     auc,
     auc_difference_interval,
     auc_interval,
+    column_tpr_at_fpr,
     miss_rate,
     miss_rate_table,
     plot_risk_scatter,
@@ -465,6 +467,56 @@ def test_tpr_at_fpr_matches_brute_force(seed: int, fpr: float) -> None:
     labels[:2] = [True, False]
     scores = np.round(rng.normal(size=120) + labels, 1)
     assert tpr_at_fpr(scores, labels, fpr) == _brute_tpr_at_fpr(scores, labels, fpr)
+
+
+def test_tpr_at_fpr_at_tpr_zero_is_guessing_nobody() -> None:
+    # the non-members' 0.9 alone is within FPR 0.5 but finds no member: guessing nobody does as well with no false
+    # positive (this returned (0.0, 0.5))
+    assert tpr_at_fpr([0.1, 0.9, 0.5], [1, 0, 0], 0.5) == (0.0, 0.0)
+    assert _brute_tpr_at_fpr(np.array([0.1, 0.9, 0.5]), np.array([True, False, False]), 0.5) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_column_tpr_at_fpr_is_tpr_at_fpr_of_each_columns_valid_pairs(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_models, n_records = (8, 64, 3, 40, 2, 17)[seed], 60
+    member = rng.random((n_models, n_records)) < 0.5
+    scores = np.round(rng.normal(size=(n_models, n_records)) + member * rng.normal(size=n_records), 1)  # ties
+    valid = rng.random((n_models, n_records)) < (0.85 if seed % 2 else 1.0)
+    scores[~valid] = np.nan  # never looked at
+    fprs = [0.0, 0.001, 0.1, 0.25, 0.5, 1.0]
+    tpr, realised = column_tpr_at_fpr(scores, member, fprs, valid=valid)
+    assert tpr.shape == realised.shape == (len(fprs), n_records)
+    undefined = 0
+    for x in range(n_records):
+        v = valid[:, x]
+        if member[v, x].all() or not member[v, x].any():
+            assert np.isnan(tpr[:, x]).all() and np.isnan(realised[:, x]).all()
+            undefined += 1
+            continue
+        for i, f in enumerate(fprs):
+            expected = tpr_at_fpr(scores[v, x], member[v, x], f)
+            assert (tpr[i, x], realised[i, x]) == expected
+            assert expected == _brute_tpr_at_fpr(scores[v, x], member[v, x], f)
+    assert undefined < n_records  # the comparison ran
+
+
+def test_column_tpr_at_fpr_hand_made_and_errors() -> None:
+    # one column: the ties of test_tpr_at_fpr_with_ties; another: the highest score a non-member's (below FPR 1/4
+    # only "guess nobody"; from 1/4 on every member, with that one false positive)
+    scores = np.column_stack([TIES_SCORES, [0.5, 0.2, 0.1, 0.05, 0.9, 0.04, 0.03, 0.02]])
+    member = np.column_stack([TIES_LABELS, TIES_LABELS]).astype(bool)
+    tpr, realised = column_tpr_at_fpr(scores, member, [0.2, 0.25, 0.5])
+    assert tpr.tolist() == [[0.25, 0.0], [0.5, 1.0], [1.0, 1.0]]
+    assert realised.tolist() == [[0.0, 0.0], [0.25, 0.25], [0.5, 0.25]]
+    with pytest.raises(ValueError, match=_msg("fprs[1] must be in [0, 1], got 1.5.")):
+        column_tpr_at_fpr(scores, member, [0.1, 1.5])
+    with pytest.raises(ValueError, match=r"^valid must be a boolean array of the shape of scores \(8, 2\)"):
+        column_tpr_at_fpr(scores, member, [0.1], valid=np.ones((8, 3), dtype=bool))
+    with pytest.raises(ValueError, match=r"^scores must be finite, got nan at \(model 4, sample 0\)"):
+        column_tpr_at_fpr(np.where(member, scores, np.nan), member, [0.1])  # a valid pair's NaN is refused
+    with pytest.raises(ValueError, match=r"^member must have the shape of scores"):
+        column_tpr_at_fpr(scores, member[:4], [0.1])
 
 
 def test_tpr_at_fpr_errors() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -253,3 +254,174 @@ def test_the_ladders_legend_names_the_analytic_line_only_when_one_is_drawn(analy
     ax = Figure().subplots()
     _draw_ladder(ax, part, ["c_lb"], [])
     assert ("analytic ε" in ax.get_legend_handles_labels()[1]) is shown
+
+
+# ---------------------------------------------------------------- figure_lower_bounds: every estimator, B/W
+
+
+def _estimators_summary(labels: tuple[str, ...] = ("steinke", "fdp_gaussian"), n_trials: Any = 20) -> pd.DataFrame:
+    """A one-run summary of two estimators: ``<label>.epsilon_lb_{median,min,max}`` and ``<label>.ceiling``; the bare
+    headline columns copy the first estimator's, as the one-run game's summary does."""
+    eps = np.array([0.5, 1.0, 2.0, 4.0])
+    table: dict[str, Any] = {"mechanism.epsilon": eps, "epsilon_analytic": eps}
+    for j, label in enumerate(labels):
+        median = (0.5 + 0.2 * j) * eps
+        table |= {
+            f"{label}.epsilon_lb_median": median,
+            f"{label}.epsilon_lb_min": median - 0.1,
+            f"{label}.epsilon_lb_max": median + 0.1,
+            f"{label}.ceiling": np.full(4, 5.0 + j),
+        }
+    table |= {"epsilon_lb_median": table[f"{labels[0]}.epsilon_lb_median"], "n_trials": n_trials}
+    return pd.DataFrame(table)
+
+
+def _legend(figure: Any) -> list[str]:
+    """The legend's entries: the figure's own legend (a figure of its own), else its one axes'."""
+    legend = figure.legends[0] if figure.legends else figure.axes[0].get_legend()
+    return [text.get_text() for text in legend.get_texts()]
+
+
+def _lines(figure: Any) -> dict[str, Any]:
+    (ax,) = figure.axes
+    return {line.get_label(): line for line in ax.get_lines()}
+
+
+def test_every_estimator_is_a_line_named_by_its_label_with_its_ceiling() -> None:
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    summary = _estimators_summary()
+    figure = figure_lower_bounds(summary, title="quickstart", confidence=0.95)
+    assert _legend(figure) == [
+        "steinke",
+        "steinke: ceiling (every guess right)",
+        "fdp_gaussian",
+        "fdp_gaussian: ceiling (every guess right)",
+        "ε lower bound = analytic ε",
+        "bar: min–max over the trials",
+    ]
+    lines = _lines(figure)
+    for label in ("steinke", "fdp_gaussian"):
+        np.testing.assert_allclose(lines[label].get_xdata(), summary["epsilon_analytic"])
+        np.testing.assert_allclose(lines[label].get_ydata(), summary[f"{label}.epsilon_lb_median"])
+        ceiling = lines[f"{label}: ceiling (every guess right)"]
+        np.testing.assert_allclose(ceiling.get_ydata(), summary[f"{label}.ceiling"])
+        # the ceiling has its estimator's marker and dash pattern, thinner and hollow
+        assert ceiling.get_marker() == lines[label].get_marker()
+        assert ceiling.get_linestyle() == lines[label].get_linestyle()
+        assert ceiling.get_linewidth() < lines[label].get_linewidth() and ceiling.get_markerfacecolor() == "none"
+    (ax,) = figure.axes
+    assert len(ax.collections) == 2  # one min–max bar set per estimator
+    bars = ax.collections[1].get_segments()
+    low, high = summary["fdp_gaussian.epsilon_lb_min"], summary["fdp_gaussian.epsilon_lb_max"]
+    np.testing.assert_allclose([s[:, 1] for s in bars], np.column_stack([low, high]))
+    assert ax.get_ylim()[1] >= 6.0  # the highest ceiling is in view
+
+
+def test_the_lines_differ_in_marker_and_dash_not_only_in_colour() -> None:
+    """Black and white: the first 28 lines each have a (marker, dash) pair of their own, and the diagonal none."""
+    from privgame.analysis.reporting import LINE_DASHES, LINE_MARKERS, figure_lower_bounds, line_style
+
+    pairs = {(line_style(i)["marker"], line_style(i)["linestyle"]) for i in range(len(LINE_MARKERS) * len(LINE_DASHES))}
+    assert len(pairs) == 28
+    labels = ("a", "b", "c", "d", "e")
+    lines = _lines(figure_lower_bounds(_estimators_summary(labels)))
+    drawn = {(lines[lab].get_marker(), lines[lab].get_linestyle()) for lab in labels}
+    assert len(drawn) == len(labels)
+    assert lines["ε lower bound = analytic ε"].get_marker() in ("None", "", None)
+
+
+@pytest.mark.parametrize(
+    ("n_trials", "expected"), [(20, "n = 20 trials per ε"), ([20, 18, 20, 19], "n = 18–20 trials per ε")]
+)
+def test_the_title_states_the_trials_and_the_confidence(n_trials: Any, expected: str) -> None:
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    figure = figure_lower_bounds(
+        _estimators_summary(n_trials=n_trials), title="quickstart", subtitle="δ = 0; m = 10000", confidence=0.95
+    )
+    assert figure.axes[0].get_title() == f"quickstart\n{expected}, 95 % confidence\nδ = 0; m = 10000"
+
+
+def test_a_pooled_bound_states_its_runs_and_a_confidence_sweep_its_levels() -> None:
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    summary = pd.DataFrame(
+        {
+            "analysis.confidence": [0.9, 0.95, 0.9, 0.95],
+            "epsilon_analytic": [1.0, 1.0, 2.0, 2.0],
+            "gdp.epsilon_lb": [0.5, 0.4, 1.2, 1.1],
+            "clopper_pearson.epsilon_lb": [0.3, 0.2, 0.8, 0.7],
+            "epsilon_lb": [0.5, 0.4, 1.2, 1.1],
+            "n_runs": 1000,
+            "n_trials": 5,
+        }
+    )
+    figure = figure_lower_bounds(
+        summary, group_by=["analysis.confidence"], bound="epsilon_lb", band=None, confidence=0.5
+    )
+    assert figure.axes[0].get_title() == "n = 5 trials per point (1,000 runs pooled), 90 %, 95 % confidence"
+    assert _legend(figure) == [
+        "confidence=0.9, gdp",
+        "confidence=0.9, clopper_pearson",
+        "confidence=0.95, gdp",
+        "confidence=0.95, clopper_pearson",
+        "ε lower bound = analytic ε",
+    ]
+    assert not figure.axes[0].collections  # no bar around a pooled bound
+    np.testing.assert_allclose(_lines(figure)["confidence=0.95, gdp"].get_ydata(), [0.4, 1.1])
+
+
+def test_a_summary_without_estimator_columns_draws_its_bare_headline_and_ceiling() -> None:
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    summary = _summary().assign(ceiling=3.0)
+    figure = figure_lower_bounds(summary)
+    assert _legend(figure)[:2] == ["epsilon_lb_median", "epsilon_lb_median: ceiling (every guess right)"]
+    assert figure.axes[0].get_title() == ""  # no name, no trial count, no confidence given: nothing claimed
+
+
+def test_estimators_chooses_and_orders_the_lines() -> None:
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    summary = _estimators_summary()
+    figure = figure_lower_bounds(summary, estimators=["fdp_gaussian"])
+    assert [t for t in _legend(figure) if not t.startswith(("ε", "bar"))] == [
+        "fdp_gaussian",
+        "fdp_gaussian: ceiling (every guess right)",
+    ]
+    with pytest.raises(ValueError, match=r"^summary must have the columns \['gdp.epsilon_lb_median', "):
+        figure_lower_bounds(summary, estimators=["gdp"])
+    with pytest.raises(TypeError, match=r"^estimators must be a sequence of estimator labels or None, got 'steinke'\."):
+        figure_lower_bounds(summary, estimators="steinke")
+
+
+def test_an_estimator_without_its_band_or_a_ceiling_of_nan() -> None:
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    summary = _estimators_summary().drop(columns=["fdp_gaussian.epsilon_lb_max"])
+    with pytest.raises(ValueError, match=r"^summary must have the columns \['fdp_gaussian.epsilon_lb_max'\]\.$"):
+        figure_lower_bounds(summary)
+    summary = _estimators_summary().assign(**{"steinke.ceiling": math.nan})
+    assert "steinke: ceiling (every guess right)" not in _legend(figure_lower_bounds(summary))
+
+
+@pytest.mark.parametrize("confidence", [0.0, 1.0, 95, math.nan, [0.9, 2.0], "0.95", True])
+def test_a_confidence_out_of_range_is_refused(confidence: Any) -> None:
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    with pytest.raises(ValueError, match=r"^confidence must be a number in \(0, 1\) or a sequence of them, got "):
+        figure_lower_bounds(_estimators_summary(), confidence=confidence)
+
+
+def test_into_axes_of_your_own_the_legend_goes_into_the_axes() -> None:
+    from matplotlib.figure import Figure
+
+    from privgame.analysis.reporting import figure_lower_bounds
+
+    own = Figure()
+    ax = own.subplots()
+    assert figure_lower_bounds(_estimators_summary(), ax=ax, confidence=0.95) is own
+    assert not own.legends and ax.get_legend() is not None
+    assert "steinke" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "95 % confidence" in ax.get_title()

@@ -13,6 +13,7 @@ import pytest
 from privgame.core import outputs
 from privgame.core.outputs import (
     OutputPathError,
+    OutputWriteError,
     atomic_output,
     check_distinct,
     check_output_directory,
@@ -250,11 +251,41 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path):
     with pytest.raises(RuntimeError), atomic_output(target) as tmp:
         tmp.write_text("half")
         raise RuntimeError("killed")
-    with pytest.raises(OutputPathError, match=r"^cannot write '.*t.csv': No space left on device\.$"):
-        with atomic_output(str(target)) as tmp:
+    with pytest.raises(
+        OutputWriteError, match=r"^cannot write '.*t.csv' \(writing --output\): \[Errno 28\] No space left on device$"
+    ):
+        with atomic_output(str(target), what="--output") as tmp:
             raise OSError(28, "No space left on device")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+
+
+def test_a_failed_write_names_the_file_the_action_and_the_errno(tmp_path):
+    target = tmp_path / "t.csv"
+    with pytest.raises(OutputWriteError) as caught:
+        with atomic_output(target, what="--plot", action="drawing the figure"):
+            raise PermissionError(13, "Permission denied", "/somewhere/.t.csv.x.tmp")  # names the temporary file
+    error = caught.value
+    assert isinstance(error, OSError) and not isinstance(error, ValueError)  # the system's error, not a bad value
+    assert (error.errno, error.filename, error.action) == (13, str(target), "drawing the figure")
+    assert str(error) == f"cannot write {str(target)!r} (drawing the figure): [Errno 13] Permission denied"
+    assert list(tmp_path.iterdir()) == []
+    # an OSError without errno keeps its words; the error survives a pickle (a worker's, sent back) unchanged
+    with pytest.raises(OutputWriteError, match=r"^cannot write '.*t.csv' \(writing output\): disk gone$"):
+        with atomic_output(target):
+            raise OSError("disk gone")
+    import pickle
+
+    assert str(pickle.loads(pickle.dumps(error))) == str(error)
+
+
+def test_a_temporary_file_that_cannot_be_made_names_the_target(tmp_path, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(outputs.tempfile, "mkstemp", full)
+    with pytest.raises(OutputWriteError, match=r"^cannot write '.*t.csv' \(writing --output\): \[Errno 28\] No"):
+        write_text(tmp_path / "t.csv", "x", what="--output")
 
 
 def test_the_temporary_file_keeps_the_suffix_a_writer_chooses_its_format_by(tmp_path):

@@ -507,3 +507,114 @@ def test_compare_and_differences_put_several_attacks_side_by_side():
         with pytest.raises(StoreError) as exc:
             results.differences(9)
         assert _one_line(exc).startswith("baseline must be a finished grid point")
+
+
+# -- figures: every estimator, the ladder, the attacks compared ----------------------------------------------------
+
+
+def _legend_texts(figure: matplotlib.figure.Figure) -> list[str]:
+    legend = figure.legends[0] if figure.legends else figure.axes[0].get_legend()
+    return [text.get_text() for text in legend.get_texts()]
+
+
+def test_plot_names_each_estimator_its_ceiling_the_trials_and_the_confidence(finished):
+    figure = privgame.load(finished).plot()
+    summary = summarise_results(str(finished))[0]
+    assert _legend_texts(figure)[:2] == ["steinke", "steinke: ceiling (every guess right)"]  # the game's own bound
+    (ax,) = figure.axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["steinke: ceiling (every guess right)"].get_ydata(), summary["ceiling"])
+    title = ax.get_title().splitlines()
+    assert title[:2] == ["small", "n = 3 trials per ε, 95 % confidence"]
+    assert "confidence" not in title[2]  # the context line does not say it twice
+
+
+def test_ladder_returns_the_figure_report_ladder_draws(finished, tmp_path):
+    figure = privgame.load(finished).ladder()
+    # no [analysis] estimators: every ladder estimator on the stored scores
+    assert isinstance(figure, matplotlib.figure.Figure) and "one-run (Steinke)" in _legend_texts(figure)
+    figure.savefig(tmp_path / "api.png")
+    assert main(["report", str(finished), "--ladder", str(tmp_path / "cli.png")]) == 0
+    assert (tmp_path / "api.png").read_bytes() == (tmp_path / "cli.png").read_bytes()
+    own = matplotlib.figure.Figure()
+    assert privgame.load(finished).ladder(ax=own.subplots()) is own
+
+
+def test_ladder_of_a_multi_run_audit_runs_every_estimator_on_the_scores(tmp_path):
+    config = {
+        "experiment": {"name": "multi", "seed": 1, "repetitions": 2},
+        "game": {"name": "multi-run", "runs": 200, "thresholds": 10},
+        "mechanism": {"name": "randomized-response", "epsilon": [1.0, 2.0]},
+        "attack": {"name": "identity"},
+    }
+    results = privgame.run(config, tmp_path / "m", progress=False)
+    figure = results.ladder()
+    names = _legend_texts(figure)
+    assert "multi-run Clopper-Pearson" in names and "analytic ε" in names
+    figure.savefig(tmp_path / "api.png")
+    assert main(["report", str(results.path), "--ladder", str(tmp_path / "cli.png")]) == 0
+    assert (tmp_path / "api.png").read_bytes() == (tmp_path / "cli.png").read_bytes()
+    assert _legend_texts(results.plot())[0] == "clopper_pearson"  # the game's own pooled bound
+
+
+def test_ladder_of_chosen_estimators_over_an_analysis_sweep_refuses_an_axes(tmp_path):
+    analysis = {"confidence": [0.9, 0.95], "estimators": ["steinke"]}
+    results = privgame.run(small(analysis=analysis), tmp_path / "s", progress=False)
+    figure = results.ladder()
+    assert len(figure.axes) == 2 and "steinke" in _legend_texts(figure)  # their stored bounds, a panel per confidence
+    with pytest.raises(ValueError) as exc:
+        results.ladder(ax=matplotlib.figure.Figure().subplots())
+    assert _one_line(exc).startswith("ax must be None for the estimator ladder of 2 panels")
+    title = results.plot().axes[0].get_title()
+    assert "90 %, 95 % confidence" in title
+
+
+def test_compare_figure_draws_each_attacks_roc_curve_or_its_differences_from_a_baseline(tmp_path):
+    config = {
+        "experiment": {"name": "cmp", "seed": 3, "repetitions": 1},
+        "game": {"name": "lira", "data": "adult", "pool_size": 200, "n_models": 8, "n_boot": 40},
+        "mechanism": {"name": "logistic-regression", "epochs": 2},
+        "attack": [{"name": "lira", "online": [True, False]}, {"name": "rmia", "references": 2}],
+    }
+    results = privgame.run(config, tmp_path / "cmp", progress=False, cache=False)
+    table, _ = results.compare()
+    figure = results.compare_figure()
+    (ax,) = figure.axes
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_title() == "lira"
+    names = [f"name={row['attack.name']}" for _, row in table.iterrows()]
+    names[0] += ", online=True"
+    names[1] += ", online=False"
+    names[2] += ", references=2"
+    expected = [f"{n} (AUC {auc:.3f})" for n, auc in zip(names, table["auc_pooled"], strict=True)]
+    assert _legend_texts(figure) == [*expected, "chance (TPR = FPR)"]
+    own = matplotlib.figure.Figure()
+    assert results.compare_figure(ax=own.subplots()) is own
+    differences = results.compare_figure(0, n_boot=40)
+    (ax,) = differences.axes
+    assert ax.get_title() == "lira" and "grid point 0" in differences.get_suptitle()
+    assert len(_legend_texts(differences)) == 2  # the two attacks besides the baseline
+    with pytest.raises(StoreError) as exc:
+        results.compare_figure(9)
+    assert _one_line(exc).startswith("baseline must be a finished grid point")
+    with pytest.raises(TypeError, match=r"^baseline must be a grid point's index \(an integer\) or None, got "):
+        results.compare_figure("0")  # type: ignore[arg-type]
+
+
+def test_compare_figure_of_a_record_game_has_a_panel_per_game_and_refuses_an_axes(record_plugin, tmp_path):
+    results = privgame.run(_record_config(), tmp_path / "r", progress=False, cache=False)
+    figure = results.compare_figure()
+    assert [ax.get_title() for ax in figure.axes] == ["traditional", "model-seeded"]
+    with pytest.raises(ValueError) as exc:
+        results.compare_figure(ax=matplotlib.figure.Figure().subplots())
+    assert _one_line(exc).startswith("ax must be None for the ROC figure of 2 panels")
+
+
+def test_compare_figure_with_no_curve_to_draw_says_so(finished, monkeypatch):
+    import privgame.engine.compare as compare
+
+    assert len(privgame.load(finished).compare_figure().axes) == 1  # an audit's canary scores: one panel
+    members_only = {"": (np.ones(4), np.ones(4, dtype=bool))}
+    monkeypatch.setattr(compare, "_pooled", lambda store, trials: members_only)
+    with pytest.raises(ValueError) as exc:
+        privgame.load(finished).compare_figure()
+    assert _one_line(exc).endswith("holds no grid point with scores of both members and non-members: no ROC curve.")

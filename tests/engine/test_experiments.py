@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+from test_reference_numbers import check_reference_numbers  # tests/engine/test_reference_numbers.py
+
 from privgame.engine.config import load_config
 from privgame.engine.report import summarise_results
 from privgame.engine.runner import run_experiment
@@ -33,6 +35,7 @@ def test_quick_experiment_stays_below_the_pld_epsilon(tmp_path, name, column):
     assert len(summary) == 4
     assert (summary[column] < summary["epsilon_analytic"]).all(), summary[[column, "epsilon_analytic"]]
     assert summary[column].iloc[-1] > 0  # at ε = 8 every audit finds something
+    check_reference_numbers(name, tmp_path / "r")  # experiments/reference_numbers.toml
 
 
 @pytest.mark.slow  # the DP-SGD configs calibrate σ for each ε when they load (seconds each)
@@ -65,6 +68,7 @@ def test_krco_quick_experiment_runs_and_reports(tmp_path, capsys):
     records = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert sorted(records["selection"].unique()) == ["achilles", "random"] and len(records) == 6
     assert ((records["auc_low"] <= records["auc"]) & (records["auc"] <= records["auc_high"])).all()
+    check_reference_numbers("krco_adult_quick", out)
 
 
 @pytest.mark.slow
@@ -101,7 +105,7 @@ def test_the_attack_comparison_quick_experiment_plays_every_attack_on_the_same_r
 def test_lira_quick_experiment_shows_the_small_m_miscalibration(tmp_path, capsys):
     """experiments/lira_adult_quick.toml end to end (16 MLPs on 2,000 Adult records): the report has the three
     numbers with their realised FPRs, and at M = 16 the N(0, 1) threshold's realised FPR is inflated where the
-    Student-t threshold's is not (measured 0.164 against 0.119 at nominal 0.1; the record-bootstrap interval of each
+    Student-t threshold's is not (measured 0.139 against 0.104 at nominal 0.1; the record-bootstrap interval of each
     is about ±0.005, so the 0.02 margin is over four of its widths) — the paper's small-M finding."""
     import io
 
@@ -119,6 +123,7 @@ def test_lira_quick_experiment_shows_the_small_m_miscalibration(tmp_path, capsys
     assert 0.1 - 0.02 < row["fpr_pp_t_0.1"] < row["fpr_pp_0.1"] - 0.02
     assert row["fpr_pp_t_low_0.1"] <= row["fpr_pp_t_0.1"] <= row["fpr_pp_t_high_0.1"]
     assert row["fpr_per_sample_0.1"] == 0.0 and row["fpr_per_sample_expected_0.1"] == pytest.approx(1 / 9)
+    check_reference_numbers("lira_adult_quick", out)
 
 
 @pytest.mark.slow
@@ -135,6 +140,7 @@ def test_the_quickstart_reproduces_steinke_et_al_at_epsilon_4_and_top_k_falls_sh
         assert (summary["steinke.epsilon_lb_median"] < summary["epsilon_analytic"]).all()
     assert medians["quickstart"] >= 3.80, medians
     assert 3.55 <= medians["quickstart_topk"] < medians["quickstart"], medians
+    check_reference_numbers("quickstart", tmp_path / "quickstart")
 
 
 @pytest.mark.slow
@@ -176,3 +182,4 @@ def test_panoramia_quick_experiment_runs_and_reports(tmp_path, capsys, name):
         and int(table["m"].iloc[0]) == load_config(EXPERIMENTS / f"{name}.toml").grid[0].game.m
     )
     assert (tmp_path / "curves.png").stat().st_size > 0
+    check_reference_numbers(name, out)

@@ -225,8 +225,76 @@ def test_a_table_that_fails_to_write_leaves_the_old_file(results, tmp_path, caps
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Path, "write_text", full)
-    assert main(["report", str(results), "--output", str(target)]) == 2
-    assert "No space left on device" in _one_line(capsys.readouterr().err)
+    assert main(["report", str(results), "--output", str(target)]) == 1  # the system's failure, not a bad argument
+    assert _one_line(capsys.readouterr().err) == (
+        f"privgame: cannot write {str(target)!r} (writing --output): [Errno 28] No space left on device"
+    )
     monkeypatch.undo()
     assert target.read_text() == "old table"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".table")) == []
+
+
+def _full_after(monkeypatch, module, name: str, calls: int) -> None:
+    """Make ``module.name`` (a writer) fill the disk from its call ``calls + 1`` on."""
+    real, seen = getattr(module, name), []
+
+    def writer(*args, **kwargs):
+        seen.append(1)
+        if len(seen) > calls:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, writer)
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "calls", "path", "action"),
+    [
+        (store, "_write_npz", 2, "raw/trial-000002.npz", "writing trial 2's raw arrays"),
+        (store.pq, "write_table", 1, "trials/trial-000001.parquet", "writing trial 1's row"),
+        (store.pd.DataFrame, "to_parquet", 0, "results.parquet", "gathering every trial's row"),
+    ],
+)
+def test_a_full_disk_during_a_run_names_the_file_and_what_was_being_written(
+    write_config, tmp_path, capsys, monkeypatch, module, name, calls, path, action
+):
+    config = write_config({"experiment": {"repetitions": 2}})
+    out = tmp_path / "r"
+    _full_after(monkeypatch, module, name, calls)
+    assert main(["run", str(config), "--out", str(out), "--no-progress"]) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        f"privgame: cannot write {str(out / path)!r} ({action}): [Errno 28] No space left on device"
+    )
+    assert not list(out.rglob(".*.tmp"))  # no temporary file left behind
+    monkeypatch.undo()
+    assert main(["run", str(config), "--out", str(out), "--no-progress"]) == 0  # room again: the run resumes
+
+
+def test_a_figure_that_fails_to_write_names_its_file(results, tmp_path, capsys, monkeypatch):
+    from matplotlib.figure import Figure
+
+    def full(self, fname, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    target = tmp_path / "f.png"
+    assert main(["report", str(results), "--plot", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (
+        f"privgame: cannot write {str(target)!r} (writing the figure): [Errno 28] No space left on device"
+    )
+    assert not target.exists() and list(tmp_path.glob(".f.png*")) == []
+
+
+def test_an_os_error_no_writer_named_is_one_line_with_its_path(results, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError(5, "Input/output error", "/some/file")
+
+    monkeypatch.setattr(report, "summarise_results", broken)
+    assert main(["report", str(results)]) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        "privgame: error: OSError: [Errno 5] Input/output error: '/some/file' in `privgame report` "
+        "(run with --debug for the traceback)"
+    )
+    with pytest.raises(OSError):
+        main(["--debug", "report", str(results)])

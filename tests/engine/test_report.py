@@ -375,6 +375,155 @@ def test_grid_points_on_different_columns_leave_the_columns_they_lack_empty():
     assert values["race"].iloc[1] == population["race"].iloc[4]
 
 
+# -- report --records --sort/--top, --columns ----------------------------------------------------------------------
+def _csv(capsys) -> pd.DataFrame:
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return pd.read_csv(io.StringIO(captured.out))
+
+
+def test_records_sorted_by_a_column_and_cut_at_top_keep_their_values(records_run, capsys):
+    full = records_results(str(records_run))
+    assert main(["report", str(records_run), "--records", "--sort", "auc", "--top", "3", "--format", "csv"]) == 0
+    table = _csv(capsys)
+    expected = full.sort_values("auc", ascending=False, kind="stable").head(3)
+    assert table["auc"].tolist() == pytest.approx(expected["auc"].tolist())
+    assert table["auc"].is_monotonic_decreasing and len(table) == 3
+    assert table[["record", "game"]].values.tolist() == expected[["record", "game"]].values.tolist()
+    population = population_table("adult")
+    assert table["value.age"].tolist() == population.loc[table["record"], "age"].tolist()  # the values follow
+    # --top alone keeps the stored order; more than the table has keeps it whole
+    assert main(["report", str(records_run), "--records", "--top", "1", "--format", "csv"]) == 0
+    assert _csv(capsys)[["record", "game"]].values.tolist() == full[["record", "game"]].head(1).values.tolist()
+    assert main(["report", str(records_run), "--records", "--sort", "rounds", "--top", "99", "--format", "csv"]) == 0
+    assert len(_csv(capsys)) == len(full) == 4
+
+
+def test_columns_select_and_order_in_every_format_with_records_and_the_summary(records_run, capsys):
+    argv = ["report", str(records_run), "--records", "--sort", "auc", "--top", "2"]
+    assert main([*argv, "--columns", "auc,record", "--columns", " value.sex", "--format", "csv"]) == 0
+    table = _csv(capsys)
+    assert list(table.columns) == ["auc", "record", "value.sex"] and table["auc"].is_monotonic_decreasing
+    assert main([*argv, "--columns", "record,auc", "--format", "markdown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| record | auc |" and len(lines) == 4
+    assert main([*argv, "--columns", "record,auc", "--format", "latex"]) == 0
+    assert "record & auc \\\\" in capsys.readouterr().out
+    assert main([*argv, "--columns", "game,record"]) == 0
+    assert capsys.readouterr().out.split()[:2] == ["game", "record"]
+    # the summary: any column --format csv has, the plain table's brief choice set aside
+    full, _ = summarise_results(str(records_run))
+    assert main(["report", str(records_run), "--columns", "miss_rate_0.6.n,n_records", "--format", "csv"]) == 0
+    summary = _csv(capsys)
+    assert list(summary.columns) == ["miss_rate_0.6.n", "n_records"]
+    assert summary.values.tolist() == full[["miss_rate_0.6.n", "n_records"]].values.tolist()
+    assert main(["report", str(records_run), "--columns", "rmsd"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.split()[0] == "rmsd" and "more columns" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--records", "--sort", "game"],
+            "--sort must name a numeric column, got 'game', which is not numeric; valid: trial, record, "
+            "vulnerability, rounds, auc, auc_low, auc_high, ",
+        ),
+        (["--records", "--sort", "risk"], "--sort must name a numeric column, got 'risk', which is not a column of "),
+        (["--records", "--sort", "claim_applies"], "got 'claim_applies', which is not numeric"),  # a boolean
+        (["--sort", "auc"], "--sort needs --records (it orders and cuts the per-record rows)."),
+        (["--top", "5"], "--top needs --records (it orders and cuts the per-record rows)."),
+        (["--records", "--top", "0"], "--top must be a positive integer, got 0."),
+        (["--records", "--top", "-2"], "--top must be a positive integer, got -2."),
+        (["--records", "--top", "five"], "argument --top: invalid int value: 'five'"),
+        (
+            ["--records", "--columns", "auc,nope"],
+            "--columns must name columns of the table, got 'nope'; valid: trial, record, game, ",
+        ),
+        (["--columns", "auc"], "--columns must name columns of the table, got 'auc'; valid: epsilon_analytic, "),
+        (
+            ["--records", "--columns", "auc", "--columns", "auc"],
+            "--columns must name each column once, got 'auc' twice.",
+        ),
+        (["--records", "--columns", "auc,"], "--columns must name columns of the table, got ''; valid: "),
+    ],
+)
+def test_bad_sort_top_and_columns_are_one_line(records_run, capsys, argv, message):
+    try:
+        status = main(["report", str(records_run), *argv])
+    except SystemExit as exc:  # argparse's own refusals exit
+        status = exc.code
+    assert status == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("privgame: error: ") and captured.out == ""
+    assert message in lines[0]
+
+
+def test_records_sort_top_and_columns_from_python(records_run):
+    import privgame
+
+    results = privgame.load(records_run)
+    full = results.records()
+    riskiest = results.records(sort="auc", top=2, columns=["record", "game", "auc", "value.age"])
+    expected = full.sort_values("auc", ascending=False, kind="stable").head(2)[["record", "game", "auc", "value.age"]]
+    pd.testing.assert_frame_equal(riskiest, expected.reset_index(drop=True))
+    with pytest.raises(ValueError, match=r"^sort must name a numeric column, got 'game', which is not numeric; valid"):
+        results.records(sort="game")
+    with pytest.raises(ValueError, match=r"^top must be a positive integer, got 0\.$"):
+        results.records(top=0)
+    with pytest.raises(TypeError, match=r"^top must be a positive integer, got 2\.5\.$"):
+        results.records(top=2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^columns must name columns of the table, got 'nope'; valid: trial, "):
+        results.records(columns=["nope"])
+    with pytest.raises(TypeError, match=r"^columns must be a list of column names, got 'auc'\.$"):
+        results.records(columns="auc")
+
+
+def test_docs_results_names_every_column_a_record_game_reports(records_run):
+    """Every column of a record game's summary, per-record table and stored rows is named in docs/results.md (a
+    `<game>`, `<t>` or `<column>` placeholder standing for its part)."""
+    import re
+
+    text = (Path(__file__).parents[2] / "docs" / "results.md").read_text()
+
+    def documented(column: str) -> bool:
+        spellings = {
+            column,
+            re.sub(r"(traditional|model_seeded)$", "<game>", column),
+            re.sub(r"_0\.\d+(?=(\.n)?$)", "_<t>", column),
+            re.sub(r"^value\..*", "value.<column>", column),
+        }
+        return any(f"`{name}`" in text for name in spellings)
+
+    summary, _ = summarise_results(str(records_run))
+    records = records_results(str(records_run))
+    stored = ResultsStore(records_run).rows()
+    for table in (summary, records, stored):
+        missing = [c for c in table.columns if not documented(str(c))]
+        assert missing == [], missing
+
+
+def test_top_rows_orders_from_the_largest_nan_last_ties_in_stored_order():
+    from privgame.engine.report import select_columns, top_rows
+
+    table = pd.DataFrame({"id": [0, 1, 2, 3, 4], "risk": [0.5, np.nan, 0.9, 0.5, 0.7], "flag": [True] * 5})
+    assert top_rows(table, "risk")["id"].tolist() == [2, 4, 0, 3, 1]
+    assert top_rows(table, "risk", 2)["id"].tolist() == [2, 4] and top_rows(table, None, 2)["id"].tolist() == [0, 1]
+    assert top_rows(table, "risk", 2).index.tolist() == [0, 1]
+    with pytest.raises(
+        ValueError, match=r"^s must name a numeric column, got 'flag', which is not numeric; valid: id, risk\.$"
+    ):
+        top_rows(table, "flag", names=("s", "t"))
+    with pytest.raises(TypeError, match=r"^sort must be a column name \(a string\), got 3\.$"):
+        top_rows(table, 3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^top must be a positive integer, got True\.$"):
+        top_rows(table, None, True)
+    with pytest.raises(ValueError, match=r"^columns must name at least one column; valid: id, risk, flag\.$"):
+        select_columns(table, [])
+
+
 # -- ceilings in the report, and the ladder's order-statistics audit -------------------------------------------
 def _ceiling_run(write_config, tmp_path, analysis, name="ceil"):
     """RR at ε = 1 (far below its guesses' ceiling) and ε = 20 (every one of 1000 guesses right: at it)."""

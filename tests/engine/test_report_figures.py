@@ -81,6 +81,66 @@ def test_one_run_plot_draws_the_median_with_its_band(write_config, tmp_path, dra
     assert len(ax.collections) == 1  # the min–max band
 
 
+def _legend(figure: matplotlib.figure.Figure) -> list[str]:
+    (legend,) = figure.legends  # a figure of its own: the legend under the panel
+    return [text.get_text() for text in legend.get_texts()]
+
+
+def test_the_quickstart_figure_names_each_estimator_draws_its_ceiling_and_states_n_and_the_confidence(tmp_path, drawn):
+    """Issue 35's acceptance, on experiments/quickstart.toml itself (3 repetitions instead of 20)."""
+    out = tmp_path / "quickstart"
+    config = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.toml"
+    assert main(["run", str(config), "--out", str(out), "--repetitions", "3", "--no-progress", "--no-cache"]) == 0
+    assert main(["report", str(out), "--plot", str(tmp_path / "q.png")]) == 0
+    figure = drawn[-1]
+    assert _legend(figure) == [
+        "steinke",
+        "steinke: ceiling (every guess right)",
+        "ε lower bound = analytic ε",
+        "bar: min–max over the trials",
+    ]
+    (ax,) = figure.axes
+    title = ax.get_title().splitlines()
+    assert title[:2] == ["quickstart", "n = 3 trials per ε, 95 % confidence"]
+    summary, _ = summarise_results(str(out))
+    ceiling = next(line for line in ax.get_lines() if line.get_label().endswith("ceiling (every guess right)"))
+    np.testing.assert_allclose(ceiling.get_ydata(), summary.sort_values("epsilon_analytic")["steinke.ceiling"])
+
+
+def test_several_estimators_each_get_a_line_of_their_own_style(write_config, tmp_path, drawn):
+    out = _run(
+        write_config,
+        tmp_path,
+        {
+            "experiment": {"repetitions": 2},
+            "game": {"m": 500, "k_pos": 50, "k_neg": 0},
+            "mechanism": {"name": "gaussian", "sigma": [1.0, 0.5]},
+            "analysis": {"delta": 1e-8, "estimators": ["steinke", "fdp"], "threshold": "bonferroni"},
+        },
+        "two",
+        drop=("mechanism.epsilon",),
+    )
+    summary, _ = summarise_results(str(out))
+    assert main(["report", str(out), "--plot", str(tmp_path / "two.png")]) == 0
+    names = _legend(drawn[-1])
+    assert [n for n in names if not n.startswith(("ε", "bar"))] == [
+        "steinke",
+        "steinke: ceiling (every guess right)",
+        "fdp_gaussian",
+        "fdp_gaussian: ceiling (every guess right)",
+    ]
+    (ax,) = drawn[-1].axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert (lines["steinke"].get_marker(), lines["steinke"].get_linestyle()) != (
+        lines["fdp_gaussian"].get_marker(),
+        lines["fdp_gaussian"].get_linestyle(),
+    )
+    order = summary.sort_values("epsilon_analytic")
+    np.testing.assert_allclose(lines["fdp_gaussian"].get_ydata(), order["fdp_gaussian.epsilon_lb_median"])
+    assert len(ax.collections) == 2  # each estimator's min–max bars
+    assert "n = 2 trials per ε, 95 % confidence" in ax.get_title()
+
+
 DPSGD = {
     "experiment": {"repetitions": 1},
     "game": {"name": "one-run", "m": 20, "k_pos": 2, "k_neg": 2, "data": "digits", "train_rows": 50},

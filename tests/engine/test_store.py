@@ -343,9 +343,9 @@ def _count_writes(monkeypatch, kill_at: int | None) -> list[str]:
                 _tmp(tmp_in, name)
             raise _Killed
 
-    def atomic_write(path: Path, write) -> None:
+    def atomic_write(path: Path, write, action: str) -> None:
         step(path.name, path.parent)
-        real_write(path, write)
+        real_write(path, write, action)
 
     def mkdir(path: Path) -> None:
         step(f"{path.name}/", None)

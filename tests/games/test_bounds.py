@@ -8,6 +8,7 @@ estimators through a run and its report; and configs that do not use the keys ke
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -402,3 +403,96 @@ def test_reanalysing_with_the_stored_settings_reproduces_the_ceilings(write_conf
     import pandas as pd
 
     pd.testing.assert_frame_equal(rows, stored)
+
+
+# --- the Gaussian fit: a parametric estimate, in columns of its own (never a bound, a ceiling or a verdict) --------
+
+
+def test_the_gaussian_fit_has_its_own_columns_through_a_run_and_its_report(write_config, tmp_path, capsys):
+    """Named before the bound: epsilon_lb is still the bound's; the fit's trial columns are epsilon_estimate and
+    epsilon_point; its summary has its kind, median/min/max and no tightness, ceiling, over_claim nor verdict; the
+    plain report shows its kind and its estimates."""
+    from privgame.engine.cli import main
+    from privgame.games.bounds import ESTIMATE_KIND, estimate_labels
+
+    overrides = {
+        "analysis": {"estimators": ["gauss_fit", "steinke"], "delta": 1e-5},
+        "mechanism": {"name": "gaussian", "sigma": [1.0, 0.5]},
+        "experiment": {"repetitions": 2},
+    }
+    config = load_config(write_config(overrides, drop=("mechanism.epsilon",), name="gauss"))
+    store = run_experiment(config, tmp_path / "out", progress=False)
+    rows = store.rows()
+    assert estimate_labels(list(rows.columns)) == ["gauss_fit"] and estimator_labels(list(rows.columns)) == ["steinke"]
+    assert {"gauss_fit.epsilon_estimate", "gauss_fit.epsilon_point"} <= set(rows.columns)
+    assert not [c for c in rows.columns if c.startswith("gauss_fit.") and "epsilon_" not in c]  # no ceiling, r, v
+    assert (rows["epsilon_lb"] == rows["steinke.epsilon_lb"]).all()
+    assert (rows["gauss_fit.epsilon_estimate"] <= rows["gauss_fit.epsilon_point"]).all()
+    summary, _ = summarise_results(str(store.root))
+    fit = sorted(c for c in summary.columns if c.startswith("gauss_fit."))
+    assert fit == [
+        "gauss_fit.epsilon_estimate_max", "gauss_fit.epsilon_estimate_median", "gauss_fit.epsilon_estimate_min",
+        "gauss_fit.epsilon_point_median", "gauss_fit.kind", "gauss_fit.n_undefined",
+    ]  # fmt: skip
+    assert (summary["gauss_fit.kind"] == ESTIMATE_KIND).all() and (summary["gauss_fit.n_undefined"] == 0).all()
+    assert "steinke.verdict" in summary.columns and "verdict" in summary.columns  # the bound's verdict only
+    # well-specified scores: the estimate is near the truth (2,000 canaries, μ = 1 and 2), far above Steinke's bound
+    ratio = summary["gauss_fit.epsilon_estimate_median"] / summary["epsilon_analytic"]
+    assert ((ratio > 0.6) & (ratio < 1.1)).all()
+    assert (summary["gauss_fit.epsilon_estimate_median"] > summary["steinke.epsilon_lb_median"]).all()
+    assert main(["report", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert "gauss_fit.kind" in out and ESTIMATE_KIND in out and "gauss_fit.epsilon_estimate_median" in out
+
+
+def test_the_gaussian_fit_is_refused_in_one_line_where_it_cannot_apply(write_config):
+    for overrides, drop, message in (
+        ({"analysis": {"estimators": ["gauss_fit"], "delta": 1e-5}}, (), "name a bound as well"),
+        ({"analysis": {"estimators": ["steinke", "gauss_fit"]}}, (), r"'gauss_fit' needs \[analysis\] delta > 0"),
+        (
+            {
+                "game": {"name": "multi-run", "runs": 40, "thresholds": 10},
+                "analysis": {"estimators": ["clopper_pearson", "gauss_fit"], "delta": 1e-5},
+            },
+            ("game.m", "game.k_pos", "game.k_neg"),
+            "'gauss_fit' is an estimate from one run's member and non-member canary scores; this game repeats",
+        ),
+    ):
+        with pytest.raises(ConfigError, match=message) as info:
+            load_config(write_config(overrides, drop=drop))
+        assert str(info.value).startswith("[analysis]") and "\n" not in str(info.value)
+
+
+def test_the_gaussian_fit_uses_every_score_under_any_rule_and_is_undefined_below_two_per_side():
+    from privgame.analysis.gaussian_fit import gaussian_fit
+    from privgame.games.bounds import estimate_summary
+
+    game, outcome, seed = _one_run_outcome()
+    claim = RandomizedResponse(2.0).privacy_claim()
+    top_k = AnalysisSettings(estimators=("steinke", "gauss_fit"), delta=1e-7).bind(claim)
+    split = dataclass_replace(top_k, threshold="split")
+    rows = [game.analyse_trial(outcome, s, seed=seed) for s in (top_k, split)]
+    member = outcome.membership
+    fit = gaussian_fit(outcome.scores[member], outcome.scores[~member], delta=1e-7, confidence=0.95)
+    for row in rows:
+        assert row["gauss_fit.epsilon_estimate"] == fit.epsilon_estimate
+        assert row["gauss_fit.epsilon_point"] == fit.epsilon_point
+        assert row["epsilon_lb"] == row["steinke.epsilon_lb"] and "gauss_fit.epsilon_lb" not in row
+    # randomized response's 0/1 scores: the Gaussian fit is far above the true ε = 2 (why it is only an estimate)
+    assert fit.epsilon_estimate > 2.0
+    small = OneRunGame(m=3, k_pos=1, k_neg=0)
+    undefined = []
+    with warnings.catch_warnings():  # 3 canaries: no positive bound, and sides of equal scores
+        warnings.simplefilter("ignore", UserWarning)
+        for trial in range(12):
+            s = np.random.SeedSequence(trial)
+            row = small.analyse_trial(small.play(RandomizedResponse(2.0), _identity(), seed=s), top_k, seed=s)
+            undefined.append(math.isnan(row["gauss_fit.epsilon_estimate"]))
+    assert any(undefined)  # with 3 canaries some trial has fewer than 2 on a side
+    import pandas as pd
+
+    frame = pd.DataFrame({"gauss_fit.epsilon_estimate": [1.0, math.nan, 3.0], "gauss_fit.epsilon_point": [2, 0, 4]})
+    summary = estimate_summary(frame, "gauss_fit")
+    assert summary["gauss_fit.n_undefined"] == 1 and summary["gauss_fit.epsilon_estimate_median"] == 2.0
+    nothing = estimate_summary(frame.assign(**{"gauss_fit.epsilon_estimate": math.nan}), "gauss_fit")
+    assert math.isnan(nothing["gauss_fit.epsilon_estimate_max"]) and nothing["gauss_fit.n_undefined"] == 3

@@ -62,6 +62,35 @@ def test_play_stores_scores_of_every_pair_and_analysis_gives_the_report_columns(
     assert row == game.analyse_trial(outcome, AnalysisSettings(), seed=SEED)
 
 
+def test_record_rows_give_each_records_tpr_at_the_configured_fprs_with_the_realised_fpr():
+    from privgame.analysis.calibration import calibration_report
+    from privgame.analysis.record_risk import tpr_at_fpr
+
+    game = LiRAGame(**SMALL, n_models=8, fprs=(0.01, 0.25, 0.5))
+    outcome = game.play(MODEL, LiRA(), seed=SEED)
+    rows = game.record_rows(outcome, AnalysisSettings(), seed=SEED)
+    scores, member = outcome.scores.reshape(8, 300), outcome.membership.reshape(8, 300)
+    assert len(rows) == 300 and [r["record"] for r in rows] == outcome.arrays["pool"].tolist()
+    assert list(rows[0]) == [
+        "record",
+        "game",
+        "rounds",
+        "auc",
+        *(f"{rate}_{f}" for f in ("0.01", "0.25", "0.5") for rate in ("tpr_at_fpr", "fpr_realised")),
+    ]
+    for x in (0, 7, 299):  # each record's own ROC over the 8 models, 4 of them IN
+        for f in (0.01, 0.25, 0.5):
+            expected = tpr_at_fpr(scores[:, x], member[:, x], f)
+            assert (rows[x][f"tpr_at_fpr_{f:g}"], rows[x][f"fpr_realised_{f:g}"]) == expected
+    for row in rows:
+        assert row["fpr_realised_0.01"] == 0.0  # 4 OUT models: FPR 0.01 allows no false positive
+        assert row["fpr_realised_0.25"] <= 0.25 and row["fpr_realised_0.5"] <= 0.5
+    # their mean over the records is the game's mean per-sample TPR at each FPR, of the same scores
+    table = calibration_report(scores, member, fprs=game.fprs, n_boot=0, require_pp=False).table
+    for f, mean in zip(game.fprs, table["tpr_per_sample"], strict=True):
+        assert np.mean([r[f"tpr_at_fpr_{f:g}"] for r in rows]) == pytest.approx(mean)
+
+
 def test_more_models_train_only_the_new_ones_and_equal_training_all_at_once(tmp_path):
     cache, writes = _counting(tmp_path / "cache")
     small = LiRAGame(**SMALL, n_models=6, batch=4).play(MODEL, LiRA(), seed=SEED, context=TrialContext(cache=cache))
@@ -204,8 +233,11 @@ def test_report_csv_has_every_column_the_issue_names_and_the_plot_is_a_roc(tmp_p
     assert main(["report", str(out), "--plot", str(figure)]) == 0
     captured = capsys.readouterr()
     assert figure.stat().st_size > 10_000 and "more columns (intervals, diagnostics) with --format csv" in captured.err
-    plain = captured.out.splitlines()[0].split()
-    assert "tpr_pp_t_0.001" in plain and "tpr_pp_t_low_0.001" not in plain  # the brief table
+    lines = captured.out.splitlines()
+    plain = lines[0].split()  # each attack's own numbers
+    assert "tpr_naive_0.001" in plain and "tpr_pp_t_0.001" not in plain and "tpr_pp_t_low_0.001" not in plain
+    shared = next(i for i, line in enumerate(lines) if line.startswith("calibration of the models'"))
+    assert "tpr_pp_t_0.001" in lines[shared + 1].split()  # the models' calibration, once, under its title
 
 
 def test_rmia_plays_on_the_same_models_and_scores_what_the_confidences_give():
@@ -240,3 +272,56 @@ def test_rmia_is_refused_where_no_reference_models_are_given_and_with_too_few_mo
     assert LiRAGame(**SMALL, n_models=6).incompatibility(MODEL, RMIA()) is None
     with pytest.raises(ValueError, match="n_models"):
         LiRAGame(**SMALL, n_models=2)
+
+
+# ------------------------------------------------------------- each attack's own numbers, the shared calibration, notes
+def test_each_attack_row_has_its_own_per_record_tprs_and_the_calibration_is_shared():
+    """Two attacks on the same models (LiRA online with per-example variances, RMIA): their AUC, naive and
+    per-record TPRs come from their own scores and differ; the confidences' calibration is the models' (equal), a
+    plain report prints it once under the attacks, titled as such, and notes the flat per-sample TPR at M = 8 and
+    online per-example variances below 64 models."""
+    import privgame
+    from privgame.engine.report import shared_tables, summarise_results, summary_notes
+
+    config = {
+        "experiment": {"name": "two", "seed": 3, "repetitions": 1},
+        "game": {"name": "lira", "data": "adult", "pool_size": 200, "n_models": 8, "n_boot": 40},
+        "mechanism": {"name": "logistic-regression"},
+        "attack": [{"name": "lira", "online": True, "fix_variance": False}, {"name": "rmia"}],
+    }
+    with privgame.run(config, cache=False) as results:
+        root = str(results.path)
+        summary, swept = summarise_results(root)
+        lira, rmia = summary.iloc[0], summary.iloc[1]
+        assert lira["online_per_example_variance"] == 1 and rmia["online_per_example_variance"] == 0
+        assert lira["tpr_per_record_0.1"] != rmia["tpr_per_record_0.1"] or lira["auc"] != rmia["auc"]
+        assert lira["tpr_pp_0.1"] == rmia["tpr_pp_0.1"] and lira["tpr_per_sample_0.1"] == rmia["tpr_per_sample_0.1"]
+        records = results.records()
+        own = records[records["attack.name"] == "lira"]["tpr_at_fpr_0.1"].mean()
+        assert lira["tpr_per_record_0.1"] == pytest.approx(own)  # the mean of its own per-record rows
+        [(title, shared)] = shared_tables(root, summary, swept)
+        assert "calibration of the models' logit-scaled confidences" in title and len(shared) == 1
+        assert "tpr_pp_0.1" in shared and "auc" not in shared
+        notes = summary_notes(root, summary, swept)
+        assert any("per-sample TPR" in n and "at every FPR" in n for n in notes)
+        assert any("online LiRA with per-example variances at M = 8" in n for n in notes)
+
+
+def test_a_report_prints_the_calibration_once_and_the_notes(tmp_path, capsys):
+    from privgame.engine.cli import main
+
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[experiment]\nname = "one"\nseed = 3\nrepetitions = 1\n'
+        '[game]\nname = "lira"\ndata = "adult"\npool_size = 200\nn_models = 8\nn_boot = 40\n'
+        '[mechanism]\nname = "logistic-regression"\n'
+        '[[attack]]\nname = "lira"\nonline = true\n[[attack]]\nname = "rmia"\n'
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "r")]) == 0
+    out, err = capsys.readouterr()
+    head, _, tail = out.partition("calibration of the models' logit-scaled confidences")
+    assert "tpr_naive_0.1" in head and "tpr_per_record_0.1" in head and "tpr_pp_0.1" not in head
+    assert "tpr_pp_0.1" in tail and tail.count("\n") == 3  # title line's end, header, one set of models
+    assert "note: online LiRA with per-example variances at M = 8" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -450,6 +451,18 @@ def test_cli_run_report_records_and_plot(tmp_path, capsys):
     records = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     assert {"record", "game", "auc", "auc_low", "auc_high", "accuracy", "epsilon_lb"} <= set(records)
     assert len(records) == 4 and (tmp_path / "s.png").stat().st_size > 1000
+    # each miss rate beside the number of records it rests on: those with model-seeded AUC >= t
+    auc = records.pivot(index="record", columns="game", values="auc")
+    columns = list(summary.columns)
+    for t in (0.6, 0.7, 0.8, 0.9):
+        assert columns[columns.index(f"miss_rate_{t:g}") + 1] == f"miss_rate_{t:g}.n"
+        high = auc["model-seeded"] >= t
+        assert summary[f"miss_rate_{t:g}.n"].tolist() == [int(high.sum())]
+        rate = summary[f"miss_rate_{t:g}"].iloc[0]
+        if high.any():
+            assert rate == pytest.approx((auc["traditional"][high] < t).mean())
+        else:
+            assert math.isnan(rate)
     for fmt in ("table", "markdown", "latex"):
         assert main(["report", str(out), "--records", "--format", fmt]) == 0
         assert "model-seeded" in capsys.readouterr().out

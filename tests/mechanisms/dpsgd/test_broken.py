@@ -168,19 +168,15 @@ def test_bad_parameters_are_refused_in_one_line(kw, error, message):
 
 
 # --------------------------------------------------------------------------------------------------- the audit catches
-def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
-    """One white-box one-run audit each (1,000 canaries, 100 + 100 guesses, σ = 2 over 20 steps at q = 0.1,
-    canaries of raw norm 10C: a claim of ε ≈ 1.08 at δ = 1e-5): noise_for_mean, unclipped, clip_mismatch and
-    reused_noise are refuted at 95 %; the correct step is not (its bound stays below its claim: a seeded run, whose
-    failure would mean a bound above a true ε)."""
-    import privgame
-
-    config = {
-        "experiment": {"name": "catch", "seed": 5, "repetitions": 1},
+def _catch_config(flaw: str | list[str], *, repetitions: int, **analysis: object) -> dict:
+    """White-box one-run audits of ``flaw``: 1,000 canaries, 100 + 100 guesses, σ = 2 over 20 steps at q = 0.1,
+    canaries of raw norm 10C (a claim of ε ≈ 1.08 at δ = 1e-5)."""
+    return {
+        "experiment": {"name": "catch", "seed": 5, "repetitions": repetitions},
         "game": {"name": "one-run", "m": 1000, "k_pos": 100, "k_neg": 100, "data": "digits", "train_rows": 100},
         "mechanism": {
             "name": "dpsgd-broken",
-            "flaw": ["none", "noise_for_mean", "unclipped", "clip_mismatch", "reused_noise"],
+            "flaw": flaw,
             "noise_multiplier": 2.0,
             "sampling_rate": 0.1,
             "steps": 20,
@@ -188,8 +184,18 @@ def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
             "canary_scale": 10.0,
         },
         "attack": {"name": "identity"},
-        "analysis": {"confidence": 0.95, "delta": 1e-5},
+        "analysis": {"confidence": 0.95, "delta": 1e-5, **analysis},
     }
+
+
+def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
+    """One white-box one-run audit each (1,000 canaries, 100 + 100 guesses, σ = 2 over 20 steps at q = 0.1,
+    canaries of raw norm 10C: a claim of ε ≈ 1.08 at δ = 1e-5): noise_for_mean, unclipped, clip_mismatch and
+    reused_noise are refuted at 95 %; the correct step is not (its bound stays below its claim: a seeded run, whose
+    failure would mean a bound above a true ε)."""
+    import privgame
+
+    config = _catch_config(["none", "noise_for_mean", "unclipped", "clip_mismatch", "reused_noise"], repetitions=1)
     with privgame.run(config, cache=False) as results:
         summary = results.summary().set_index("mechanism.flaw")
     print(summary[["epsilon_analytic", "epsilon_lb_median", "over_claim", "verdict"]])
@@ -198,3 +204,22 @@ def test_one_audit_refutes_each_leaking_flaw_and_not_the_correct_step():
     assert summary.loc[leaking, "over_claim"].tolist() == [1, 1, 1, 1]
     assert summary.loc[leaking, "verdict"].tolist() == ["refuted at 95 %"] * 4  # one trial: its own test
     assert (summary.loc["none", "over_claim"], summary.loc["none", "verdict"]) == (0, "not refuted")
+
+
+@pytest.mark.slow
+def test_a_sequential_audit_refutes_reused_noise_in_fewer_trials_than_the_fixed_sample_audit():
+    """The settings above, 20 repetitions: the fixed-sample audit reads all 20 trials of reused_noise before its
+    verdict; the sequential audit ([analysis] sequential = true, the same level) stops refuted after 2, and plays
+    only those.  The correct step runs its whole budget and is not refuted."""
+    import privgame
+
+    config = _catch_config(["reused_noise", "none"], repetitions=20, sequential=True)
+    with privgame.run(config, cache=False) as results:
+        sequential = results.summary().set_index("mechanism.flaw")
+        played = results.trials().groupby("mechanism.flaw").size()
+    assert sequential.loc["reused_noise", "verdict"] == "refuted at 95 %"
+    assert sequential.loc["reused_noise", "sequential_trials"] == 2 == played["reused_noise"]
+    assert (sequential.loc["none", "verdict"], played["none"]) == ("not refuted", 20)
+    with privgame.run(_catch_config("reused_noise", repetitions=20), cache=False) as results:
+        fixed = results.summary().iloc[0]
+    assert (fixed["verdict"], fixed["n_trials"]) == ("refuted at 95 %", 20)
