@@ -287,7 +287,8 @@ def gaussian_noise_for_epsilon(
     Brent's method finds σ to 1e-12; σ is then raised by relative steps of 1e-12 (doubling) until the claim's
     own ε (:func:`gaussian_epsilon`, ``dp_accounting``'s) is at most the target, so the mechanism never claims more
     than asked.  Calibrated once per (ε, δ) in a process and, by default, kept in the artefact cache on disk; a
-    damaged entry is recomputed.
+    damaged entry, or one that is not this calibration (too little noise, or more than the smallest σ by over a
+    relative 1e-9), is recomputed.
 
     Parameters
     ----------
@@ -321,7 +322,9 @@ def gaussian_noise_for_epsilon(
         return _gaussian_calibrations[memo]
     store, key = _gaussian_cache(cache, memo)
     hit = _read_sigma(store, key)
-    if hit is not None and gaussian_epsilon(hit, d) <= eps:
+    # taken only if it is the calibration: its claim within the target, and 1e-9 less noise's beyond it (an entry
+    # from a stranger claims neither more than asked nor, with more noise, silently less)
+    if hit is not None and gaussian_epsilon(hit, d) <= eps < gaussian_epsilon(hit * (1.0 - 1e-9), d):
         _gaussian_calibrations[memo] = hit
         return hit
     sigma = _smallest_sigma(lambda s: balle_wang_epsilon(s, d), eps, guess=1.0, xtol=1e-12)

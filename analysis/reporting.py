@@ -50,7 +50,10 @@ def _cell(value: Any, digits: int) -> str:
             return "none"
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
-        if x != 0 and abs(x) < min(1e-3, 0.5 * 10.0**-digits):  # a δ of 1e-5 would print as 0.000
+        # below 10^(1 - digits) (0.01 at 3 digits) fixed decimals would drop most of a number's digits (a realised
+        # FPR of 0.000875 as 0.001, a δ of 1e-5 as 0.000): such numbers keep `digits` significant digits instead
+        small = 10.0 ** (1 - digits) if digits >= 3 else min(1e-3, 0.5 * 10.0**-digits)
+        if x != 0 and abs(x) < small:
             return f"{x:.{digits}g}"
         return f"{x:.{digits}f}"
     return str(value)

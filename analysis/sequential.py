@@ -19,8 +19,10 @@ The payoff and the bets (our choice 1: bets on exceedances, not on raw outputs).
 function of the mechanism's outputs (an MMD witness learnt online); privgame already holds a valid level-α test in
 every trial (each estimator's bound), so it bets on its outcome: payoff Y_{t,k} − α, whose conditional mean is ≤ 0
 under the null, with bets λ ∈ [0, 1/α] (so that 1 + λ(Y − α) ≥ 1 − λα ≥ 0).  This makes the sequential audit valid
-for every estimator — Steinke et al.'s, the f-DP and order-statistics audits, any family — without a new statistic
-per mechanism; the price is that a trial contributes one bit per estimator, not its whole score vector.
+for every guaranteed bound — Steinke et al.'s, the f-DP and order-statistics audits with a matched family — without
+a new statistic per mechanism (a "bound" that is not guaranteed, such as an unmatched family's, breaks the null and
+is never bet on: :func:`privgame.games.sequential.bound_columns_of`); the price is that a trial contributes one bit
+per estimator, not its whole score vector.
 
 Our choice 2: a fixed mixture of bets instead of a learnt one.  Rather than choosing λ_t online (ONS or aGRAPA), the
 wealth is the average of :data:`BETS` fixed bets λ_j = b_j/α, b_j from 5 % to 95 % of the largest allowed bet, and,

@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 from privgame.analysis._checks import check_int, check_real
 
 __all__ = [
+    "NOT_GUARANTEED",
     "NOT_REFUTED",
     "NO_CLAIM",
     "NO_TRIALS",
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 NOT_REFUTED = "not refuted"
+NOT_GUARANTEED = "no test: bound not guaranteed"
 NO_CLAIM = "no claim"
 NO_TRIALS = "no trials"
 

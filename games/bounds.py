@@ -330,6 +330,29 @@ def tightness(bound: float, analytic: float) -> float:
     return bound / analytic if math.isfinite(analytic) and analytic > 0 else math.nan
 
 
+#: The label endings of estimators whose bound is not guaranteed (an f-DP family that does not contain the
+#: mechanism's curve; the order-statistics audit on dependent canaries): no verdict rests on them.
+NOT_GUARANTEED = ("_unmatched", "_dependent")
+
+
+def guaranteed(label: str) -> bool:
+    """Whether the estimator labelled ``label`` gives a guaranteed bound (not :data:`NOT_GUARANTEED`)."""
+    return not label.endswith(NOT_GUARANTEED)
+
+
+def unguaranteed_verdict(columns: dict[str, Any], *, prefix: str = "") -> dict[str, Any]:
+    """The verdict columns of a bound that is not guaranteed: its exceedance count kept, no test (a "bound" that may
+    exceed a true claim in most trials refutes nothing): ``over_claim_allowed`` and ``verdict_p`` NaN, ``verdict``
+    :data:`privgame.analysis.verdict.NOT_GUARANTEED`."""
+    from privgame.analysis.verdict import NOT_GUARANTEED as NO_TEST
+
+    out = dict(columns)
+    out[f"{prefix}over_claim_allowed"] = math.nan
+    out[f"{prefix}verdict_p"] = math.nan
+    out[f"{prefix}verdict"] = NO_TEST
+    return out
+
+
 def summary_columns(rows: pd.DataFrame, analytic: float, confidence: float) -> dict[str, Any]:
     """Each estimator's summary over a grid point's trials: ``<label>.epsilon_lb_{mean,median,min,max}``, its
     ``<label>.tightness`` (median over the analytic ε), its verdict on the claim (``<label>.over_claim``,
@@ -347,7 +370,8 @@ def summary_columns(rows: pd.DataFrame, analytic: float, confidence: float) -> d
         out[f"{label}.epsilon_lb_min"] = float(np.min(lb))
         out[f"{label}.epsilon_lb_max"] = float(np.max(lb))
         out[f"{label}.tightness"] = tightness(median, analytic)
-        out.update(verdict_columns(lb, analytic, confidence, prefix=f"{label}."))
+        verdict = verdict_columns(lb, analytic, confidence, prefix=f"{label}.")
+        out.update(verdict if guaranteed(label) else unguaranteed_verdict(verdict, prefix=f"{label}."))
         if f"{label}.ceiling" in rows.columns:  # rows stored before ceilings existed have none: no marker
             ceilings = rows[f"{label}.ceiling"].to_numpy(dtype=float)
             out.update(ceiling_columns(median, ceilings, prefix=f"{label}."))

@@ -382,8 +382,9 @@ class LiRAGame(Game):
 
     shared_title: ClassVar[str] = (
         "calibration of the models' logit-scaled confidences under LiRA's Gaussian model (post-processed, "
-        "Student-t and per-sample TPRs with their realised FPRs): statistics of the models, the same for every "
-        "attack on them, not of any attack's scores"
+        "Student-t and per-sample TPRs with their realised FPRs): statistics of the models, not of any attack's "
+        "scores, the same for every attack on them but LiRA with fpc = true (it standardises with its corrected "
+        "variances: then a row per attack)"
     )
 
     def shared_columns(self) -> tuple[str, ...]:

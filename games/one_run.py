@@ -154,6 +154,19 @@ class OneRunGame(Game):
         ceiling = top_k_ceiling(result.m, result.r, confidence=settings.confidence, delta=settings.delta)
         return {"epsilon_lb": result.epsilon, "m": result.m, "r": result.r, "v": result.v, "ceiling": ceiling}
 
+    @staticmethod
+    def _verdict_bounds(rows: pd.DataFrame, lb: np.ndarray) -> np.ndarray | None:
+        """The bounds the headline verdict tests: the game's own ``epsilon_lb``, or with ``[analysis] estimators``
+        the first guaranteed estimator's (an unmatched family or a forced order-statistics audit refutes nothing);
+        None when no estimator named is guaranteed."""
+        from privgame.games.bounds import estimator_labels, guaranteed
+
+        labels = estimator_labels(list(rows.columns))
+        if not labels or guaranteed(labels[0]):
+            return lb
+        first = next((label for label in labels if guaranteed(label)), None)
+        return rows[f"{first}.epsilon_lb"].to_numpy(dtype=float) if first else None
+
     def summarise(
         self,
         rows: pd.DataFrame,
@@ -173,7 +186,12 @@ class OneRunGame(Game):
             rows, sequential = read.rows, sequential_summary(read, settings.confidence)
         lb = rows["epsilon_lb"].to_numpy(dtype=float)
         median = float(np.median(lb)) if lb.size else math.nan
-        verdict = verdict_columns(lb, analytic, settings.confidence)
+        tested = self._verdict_bounds(rows, lb)
+        verdict = verdict_columns(lb if tested is None else tested, analytic, settings.confidence)
+        if tested is None:  # no estimator named gives a guaranteed bound: the count, and no test
+            from privgame.games.bounds import unguaranteed_verdict
+
+            verdict = unguaranteed_verdict(verdict)
         per_estimator = summary_columns(rows, analytic, settings.confidence) if len(rows) else {}
         if sequential is not None:  # the fixed-sample test's columns do not hold at a data-chosen stop: dropped
             verdict, per_estimator = sequential_columns(verdict, sequential, per_estimator)

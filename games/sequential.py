@@ -20,15 +20,18 @@ import pandas as pd
 
 from privgame.analysis.sequential import SequentialResult, sequential_test
 from privgame.analysis.verdict import NO_CLAIM, NOT_REFUTED, refuted_label
+from privgame.games.bounds import NOT_GUARANTEED
 
 __all__ = [
     "FIXED_SAMPLE_ONLY",
+    "NOT_GUARANTEED",
     "UNDECIDED",
     "SequentialRead",
     "bound_columns_of",
     "check_sequential",
     "exceedances",
     "read_sequential",
+    "rows_read",
     "sequential_columns",
     "sequential_stop",
     "sequential_summary",
@@ -50,10 +53,14 @@ class SequentialRead:
 
 
 def bound_columns_of(columns: Sequence[str]) -> list[str]:
-    """The per-trial bound columns the test bets on: each estimator's ``<label>.epsilon_lb``, or the game's own
-    ``epsilon_lb`` when the rows name no estimator."""
+    """The per-trial bound columns the test bets on: each estimator's ``<label>.epsilon_lb`` whose bound is
+    guaranteed (not :data:`NOT_GUARANTEED`: such a "bound" may exceed a true claim in most trials, and betting on
+    it would refute the claim), or the game's own ``epsilon_lb`` when the rows name no estimator; a parametric
+    estimate (``<label>.epsilon_estimate``) is no bound and never one of them."""
     labelled = [c for c in columns if c.endswith(".epsilon_lb")]
-    return labelled or (["epsilon_lb"] if "epsilon_lb" in columns else [])
+    if labelled:
+        return [c for c in labelled if not c.removesuffix(".epsilon_lb").endswith(NOT_GUARANTEED)]
+    return ["epsilon_lb"] if "epsilon_lb" in columns else []
 
 
 def exceedances(rows: pd.DataFrame, claim: float) -> np.ndarray:
@@ -83,6 +90,16 @@ def read_sequential(rows: pd.DataFrame, claim: float, confidence: float, budget:
         return SequentialRead(prefix, result, budget, claim)
     result = sequential_test(exceedances(prefix, claim), confidence)
     return SequentialRead(prefix.iloc[: result.trials], result, budget, claim)
+
+
+def rows_read(rows: pd.DataFrame, settings: Any) -> pd.DataFrame:
+    """The rows of one grid point that a report summarises: with ``settings.sequential``, those its sequential
+    audit read (:func:`read_sequential`; trials a worker played past the stop are left out, so every figure is
+    the same whatever the workers), else every row."""
+    if not getattr(settings, "sequential", False) or rows.empty:
+        return rows
+    budget = settings.budget if settings.budget is not None else int(rows["repetition"].max()) + 1
+    return read_sequential(rows, float(rows["epsilon_analytic"].iloc[0]), settings.confidence, budget).rows
 
 
 def sequential_stop(rows: pd.DataFrame, claim: float, confidence: float, budget: int) -> int | None:
@@ -127,14 +144,29 @@ def stops_from_rows(
     return out
 
 
-def check_sequential(game: Any) -> str | None:
-    """Why ``[analysis] sequential`` cannot run on ``game``, or None: it needs a game whose every trial is its own
-    bound at the confidence (the one-run audit)."""
-    if getattr(game, "bound_kind", None) == "one-run":
+def check_sequential(game: Any, settings: Any = None) -> str | None:
+    """Why ``[analysis] sequential`` cannot run on ``game`` with ``settings`` (bound to the mechanism's claim), or
+    None: it needs a game whose every trial is its own bound at the confidence (the one-run audit), and among the
+    chosen estimators at least one guaranteed bound (:func:`bound_columns_of`)."""
+    if getattr(game, "bound_kind", None) != "one-run":
+        return (
+            f"sequential = true needs a game whose every trial is a bound of its own (one-run), got the "
+            f"{getattr(game, 'name', type(game).__name__)} game"
+        )
+    if settings is None or settings.estimators is None:
+        return None
+    from privgame.games.bounds import resolved_estimators
+
+    try:
+        resolved = resolved_estimators(settings, has_runs=False)
+    except ValueError:  # the estimators' own check names it, in its own line
+        return None
+    if bound_columns_of([f"{e.label}.epsilon_lb" for e in resolved if not e.is_estimate]):
         return None
     return (
-        f"sequential = true needs a game whose every trial is a bound of its own (one-run), got the "
-        f"{getattr(game, 'name', type(game).__name__)} game"
+        f"sequential = true bets on the estimators' bounds, and none of {', '.join(e.label for e in resolved)} is "
+        "a guaranteed bound (an unmatched family, order statistics on dependent canaries, a parametric estimate: "
+        "not guaranteed, a true claim could be refuted); name one that is as well, such as steinke"
     )
 
 

@@ -4,6 +4,8 @@ Usage::
 
     privgame run CONFIG.toml --out DIR [--n-jobs N] [--repetitions N] [--force] [--no-progress]
                  [--dask-scheduler ADDRESS|local [--dask-timeout SECONDS] [--dask-dashboard]]
+                 [--cluster slurm [--slurm-queue P] [--slurm-cores N] [--slurm-memory SIZE] [--slurm-walltime T]
+                  [--slurm-gpus N] [--slurm-jobs N] [--slurm-directive OPTION ...] [--slurm-interface IFACE]]
                  [--cache-dir DIR | --no-cache] [--fail-fast] [--dry-run]
     privgame report DIR [--records [--sort COLUMN] [--top N]] [--columns A,B,...] [--format table|csv|markdown|latex]
                     [--plot FILE.png|.pdf] [--output FILE] [--plugins MODULE ...] [--trust-plugins]
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privgame.engine.config import ExperimentConfig
+    from privgame.engine.slurm import SlurmCluster
 
 __all__ = ["main"]
 
@@ -108,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --dask-scheduler local: serve the Dask dashboard on 127.0.0.1:8787 (default: no dashboard)",
     )
+    _add_slurm_options(run)
     caching = run.add_mutually_exclusive_group()
     caching.add_argument(
         "--cache-dir",
@@ -262,6 +266,68 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# --slurm-* option → (SlurmCluster field, its type, metavar, help)
+_SLURM_OPTIONS: dict[str, tuple[str, type, str, str]] = {
+    "--slurm-queue": ("queue", str, "PARTITION", "the partition the jobs go to (default: the cluster's default)"),
+    "--slurm-cores": ("cores", int, "N", "CPUs per job, one single-threaded worker each (default 1)"),
+    "--slurm-memory": ("memory", str, "SIZE", "memory per job, shared by its workers (default 4GB)"),
+    "--slurm-walltime": ("walltime", str, "HH:MM:SS", "time limit per job; an ended job is replaced (default 1 h)"),
+    "--slurm-gpus": ("gpus", int, "N", "GPUs per job (--gres=gpu:N), seen by its workers (default 0)"),
+    "--slurm-jobs": ("jobs", int, "N", "jobs kept submitted (default 1)"),
+    "--slurm-interface": (
+        "interface",
+        str,
+        "IFACE",
+        "network interface the scheduler and workers listen on, for compute nodes elsewhere (default: 127.0.0.1)",
+    ),
+}
+
+
+def _add_slurm_options(run: argparse.ArgumentParser) -> None:
+    slurm = run.add_argument_group("Slurm", "with --cluster slurm: Dask workers as Slurm jobs (docs/cluster.md)")
+    slurm.add_argument(
+        "--cluster",
+        choices=["slurm"],
+        help="start the Dask workers as batch jobs of this cluster manager, the scheduler in this process",
+    )
+    for option, (field, kind, metavar, help_text) in _SLURM_OPTIONS.items():
+        slurm.add_argument(option, dest=f"slurm_{field}", type=kind, metavar=metavar, help=help_text)
+    slurm.add_argument(
+        "--slurm-directive",
+        dest="slurm_directives",
+        action="append",
+        metavar="OPTION",
+        help="one more #SBATCH line, e.g. --slurm-directive=--account=proj (repeatable)",
+    )
+
+
+def _slurm_cluster(args: argparse.Namespace) -> SlurmCluster | None:
+    """The :class:`~privgame.engine.slurm.SlurmCluster` of ``--cluster slurm`` and its options, else ``None``."""
+    from privgame.engine.slurm import SlurmCluster
+
+    given: dict[str, Any] = {}
+    named = []
+    for option, (field, *_) in _SLURM_OPTIONS.items():
+        if getattr(args, f"slurm_{field}") is not None:
+            given[field] = getattr(args, f"slurm_{field}")
+            named.append(option)
+    if args.slurm_directives is not None:
+        given["directives"] = tuple(args.slurm_directives)
+        named.append("--slurm-directive")
+    if args.cluster is None:
+        if named:
+            raise ValueError(f"{named[0]} needs --cluster slurm.")
+        return None
+    if args.dask_scheduler is not None:
+        raise ValueError("--cluster slurm starts its own Dask scheduler: give it or --dask-scheduler, not both.")
+    if args.n_jobs != 1:
+        raise ValueError(
+            f"--n-jobs sets local workers, got {args.n_jobs} with --cluster slurm, whose workers are --slurm-jobs × "
+            "--slurm-cores."
+        )
+    return SlurmCluster(**given)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from privgame.core.outputs import check_output_directory
     from privgame.engine.config import load_config, read_config_bytes
@@ -271,7 +337,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_n_jobs(args.n_jobs, what="--n-jobs")
     if args.cache_dir is not None:  # "" would cache into the current directory
         check_output_directory(args.cache_dir, what="--cache-dir")
-    dask = None
+    slurm = _slurm_cluster(args)  # the cluster is checked (sbatch --test-only) by run_experiment, not submitted yet
+    dask: DaskScheduler | SlurmCluster | None = slurm
     if args.dask_scheduler is not None:
         timeout = 10.0 if args.dask_timeout is None else args.dask_timeout
         dask = DaskScheduler(args.dask_scheduler, connect_timeout=timeout, dashboard=args.dask_dashboard)
@@ -282,7 +349,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config_bytes = read_config_bytes(args.config)
     config = load_config(args.config, config_bytes, repetitions=args.repetitions)
     if args.dry_run:
-        return _dry_run(config, args)
+        return _dry_run(config, args, slurm)
     check_output_directory(args.out, what="--out", reads=config_reads(args.config, config), clears=args.force)
     from privgame.engine.store import ResultsStore
 
@@ -346,6 +413,12 @@ def _resume_command(args: argparse.Namespace) -> str:
             command += ["--dask-timeout", f"{args.dask_timeout:g}"]
         if args.dask_dashboard:
             command.append("--dask-dashboard")
+    if args.cluster is not None:
+        command += ["--cluster", args.cluster]
+        for option, (field, *_) in _SLURM_OPTIONS.items():
+            if getattr(args, f"slurm_{field}") is not None:
+                command += [option, str(getattr(args, f"slurm_{field}"))]
+        command += [f"--slurm-directive={directive}" for directive in args.slurm_directives or ()]
     if args.cache_dir is not None:
         command += ["--cache-dir", args.cache_dir]
     command += [flag for flag, on in (("--no-cache", args.no_cache), ("--no-progress", args.no_progress)) if on]
@@ -354,8 +427,9 @@ def _resume_command(args: argparse.Namespace) -> str:
     return shlex.join(command)
 
 
-def _dry_run(config: ExperimentConfig, args: argparse.Namespace) -> int:
-    """``privgame run --dry-run``: the plan and its estimates on stdout; nothing in ``--out`` is touched."""
+def _dry_run(config: ExperimentConfig, args: argparse.Namespace, slurm: SlurmCluster | None = None) -> int:
+    """``privgame run --dry-run``: the plan and its estimates on stdout; nothing in ``--out`` is touched, and with
+    ``--cluster slurm`` nothing is submitted (the job script each job would run is shown)."""
     from privgame.engine.resources import format_bytes
     from privgame.engine.runner import dry_run
 
@@ -365,10 +439,11 @@ def _dry_run(config: ExperimentConfig, args: argparse.Namespace) -> int:
         memory = "" if plan.trial_bytes is None else f"  (about {format_bytes(plan.trial_bytes[index])} a trial)"
         shown = ", ".join(f"{k} = {v!r}" for k, v in params.items()) or "(no swept parameter)"
         print(f"  {index}: {printable(shown)}{memory}")
-    remaining = plan.n_trials - plan.finished
+    remaining = plan.n_trials - plan.finished - plan.stopped
     print(
         f"trials: {plan.n_trials} ({config.repetitions} per grid point); in {printable(args.out)}: {plan.finished} "
         f"done, {remaining} to run"
+        + (f" ({plan.stopped} not needed: the sequential audit refuted their claim)" if plan.stopped else "")
         + (f" ({plan.damaged} damaged, run again)" if plan.damaged else "")
         + (f" ({plan.failed} failed, retried)" if plan.failed else "")
     )
@@ -379,8 +454,13 @@ def _dry_run(config: ExperimentConfig, args: argparse.Namespace) -> int:
     if plan.timing_error is not None:
         print(f"privgame: the timed trial failed: {printable(plan.timing_error)}", file=sys.stderr)
         return EXIT_FAILURE
+    if slurm is not None:
+        print(f"cluster: {slurm.describe()}, not submitted by --dry-run; each job would run:")
+        print("\n".join(f"  {line}" for line in slurm.job_script().strip().splitlines() if line))
     if plan.seconds_per_trial is not None:
         workers = max(1, args.n_jobs if args.n_jobs > 0 else (os.cpu_count() or 1))
+        if slurm is not None:
+            workers = slurm.workers
         total = plan.seconds_per_trial * remaining / min(workers, max(remaining, 1))
         print(
             f"time: about {plan.seconds_per_trial:.3g} s a trial ({plan.seconds_source}); about {total:.3g} s for the "

@@ -418,7 +418,13 @@ def parse_config(
             if analysis.sequential:
                 from privgame.games.sequential import check_sequential
 
-                problem = check_sequential(built["game"])
+                mechanism = built["mechanism"]
+                chosen = (  # the estimators it bets on, bound to the claim (a family needs it)
+                    analysis.bind(mechanism.privacy_claim(), mechanism.canary_dependence)
+                    if analysis.estimators is not None and built["game"].bound_kind == "one-run"
+                    else None
+                )
+                problem = check_sequential(built["game"], chosen)
                 if problem is not None:
                     raise ConfigError(f"[analysis] {problem}.")
             if analysis.custom or analysis.two_sided:

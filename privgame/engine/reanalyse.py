@@ -151,9 +151,20 @@ def reanalyse(
             for t in trials
         }
     scan = source.scan()
-    problems = dict(scan.damaged)
-    problems.update({t: f"failed ({info.get('error', 'see failures/')})" for t, info in scan.failures.items()})
-    needed = sorted(set(source_of.values()))
+    # the trials the run's sequential audit never played, past the repetition at which it refuted the claim: no
+    # audit ever reads them, so they are not asked for (and their targets are left out, as in the run)
+    unplayed = _past_sequential_stops(source, manifest, scan.rows, blocks, trust_plugins) - scan.finished
+    if unplayed and not all(p.analysis.sequential for p in config.grid):
+        raise StoreError(
+            f"{str(source.root)!r}: its sequential audit stopped where it refuted the claim and never played "
+            f"{len(unplayed)} trial{'s' if len(unplayed) != 1 else ''} after it ({describe_trials(unplayed)}); a "
+            "fixed-sample verdict on a number of trials the data chose keeps no level: keep sequential = true."
+        )
+    problems = {t: why for t, why in scan.damaged.items() if t not in unplayed}
+    problems.update(
+        {t: f"failed ({info.get('error', 'see failures/')})" for t, info in scan.failures.items() if t not in unplayed}
+    )
+    needed = sorted(set(source_of.values()) - unplayed)
     missing = [i for i in needed if i not in scan.finished and i not in problems]
     if problems or missing:
         bad = sorted(set(problems) | set(missing))
@@ -172,11 +183,17 @@ def reanalyse(
         done = target.done()
         settings = point_settings(config)
         start = time.perf_counter()
+        skipped = sum(source_of[t.index] in unplayed and t.index not in done for t in trials)
         with tqdm(
-            total=len(trials), initial=len(done), desc="reanalyse", unit="trial", disable=not progress, file=sys.stderr
+            total=len(trials) - skipped,
+            initial=len(done),
+            desc="reanalyse",
+            unit="trial",
+            disable=not progress,
+            file=sys.stderr,
         ) as bar:
             for trial in trials:
-                if trial.index in done:
+                if trial.index in done or source_of[trial.index] in unplayed:
                     continue
                 point = config.grid[trial.grid_index]
                 stored = source_of[trial.index]
@@ -188,8 +205,35 @@ def reanalyse(
                 bar.update(1)
         target.write_results()
     if announce is not None:
-        announce(f"{len(trials) - len(done)} trials reanalysed in {time.perf_counter() - start:.1f} s")
+        past = f" ({skipped} past a sequential stop, never played, left out)" if skipped else ""
+        announce(f"{len(trials) - len(done) - skipped} trials reanalysed{past} in {time.perf_counter() - start:.1f} s")
     return target
+
+
+def _past_sequential_stops(
+    source: ResultsStore, manifest: Mapping[str, Any], rows: Any, blocks: tuple[int, ...], trust_plugins: bool
+) -> set[int]:
+    """The source's trials after the repetition at which its sequential audit stopped each grid point
+    (:func:`privgame.games.sequential.stops_from_rows`, as the run computed it), or none when it was not
+    sequential."""
+    stored = manifest.get("config")
+    analysis = stored.get("analysis") if isinstance(stored, Mapping) else None
+    if not isinstance(analysis, Mapping) or analysis.get("sequential") is not True or len(rows) == 0:
+        return set()
+    from privgame.games.sequential import stops_from_rows
+
+    assert isinstance(stored, Mapping)  # checked with its [analysis] just above
+    with names_from(repr(str(source.root / "manifest.json")), trusted=trust_plugins):
+        original = parse_config({k: dict(v) if isinstance(v, Mapping) else v for k, v in stored.items()})
+    grid = manifest.get("grid") or []
+    if len(grid) != len(original.grid):
+        return set()
+    points = [p for p in original.grid if p.analysis.sequential]
+    claims = {p.index: float(grid[p.index].get("epsilon_analytic", float("nan"))) for p in points}
+    stops = stops_from_rows(rows, claims, {p.index: p.analysis.confidence for p in points}, blocks[-1])
+    return {
+        t.index for t in plan_trials(original, blocks) if t.grid_index in stops and t.repetition > stops[t.grid_index]
+    }
 
 
 def _config_bytes(store: ResultsStore) -> bytes:

@@ -263,8 +263,9 @@ def _with_own_ceiling(
     if game.bound_kind != "one-run" or settings.custom or settings.two_sided or "epsilon_lb_median" not in summary:
         return summary
     from privgame.games.bounds import default_ceiling_columns
+    from privgame.games.sequential import rows_read
 
-    extra = default_ceiling_columns(rows)
+    extra = default_ceiling_columns(rows_read(rows, settings))  # the trials whose median it is beside
     out: dict[str, Any] = {}
     for key, value in summary.items():
         out[key] = value
@@ -735,14 +736,19 @@ def shared_tables(
     """The game's statistics of each set of models (``Game.shared_columns``: LiRA's calibration of the models'
     confidences), once per set: the grid points that differ only in their attack (``attack.*``) share one row.
     Each item is the game's title for them and the table (the swept values that tell the sets apart, then the
-    columns); ``[]`` for games without such columns."""
+    columns); where two attacks on the same models have different values (LiRA's ``fpc = true`` standardises with
+    its corrected variances), one row per grid point, with the attack's columns; ``[]`` for games without such
+    columns."""
     games = _summary_games(root, swept, trust_plugins)
     columns = [c for c in (games[0].shared_columns() if games else ()) if c in summary.columns]
     if not columns:
         return []
     keys = [c for c in summary.columns if c in swept and not c.startswith("attack.")]
     extra = [c for c in ("n_models",) if c in summary.columns and c not in keys]
-    table = summary[keys + extra + columns].drop_duplicates(subset=keys or None, keep="first")
+    table = summary[keys + extra + columns].drop_duplicates()
+    if len(table) > 1 and (not keys or table.duplicated(subset=keys).any()):  # a set of models, two calibrations
+        attacks = [c for c in summary.columns if c in swept and c.startswith("attack.")]
+        table = summary[keys + attacks + extra + columns]
     return [(games[0].shared_title, table.reset_index(drop=True))]
 
 
@@ -855,6 +861,7 @@ def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: boo
         claim, which a report does not build: name ``order_stats`` in ``[analysis] estimators`` to store it.
     """
     from privgame.analysis.ladder import PRODUCT_MODEL, ladder
+    from privgame.games.sequential import rows_read
 
     stored = _load(root, plugins, trust_plugins)
     rows = stored.rows
@@ -865,7 +872,7 @@ def ladder_results(root: str, *, plugins: Sequence[str] = (), trust_plugins: boo
         dependence = _canary_dependence(stored.manifest, point)
         label = ", ".join(f"{k}={v}" for k, v in point["params"].items()) or stored.name
         values: dict[str, list[float]] = {}
-        for trial in rows.loc[rows["grid_point"] == g, "trial"]:
+        for trial in rows_read(rows[rows["grid_point"] == g], settings)["trial"]:  # a sequential audit's: read
             outcome = stored.store.load_outcome(int(trial))
             s, member = outcome.scores, outcome.membership
             bounds = ladder(

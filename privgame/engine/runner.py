@@ -61,6 +61,7 @@ from privgame.engine.plan import (
     run_manifest,
 )
 from privgame.engine.resources import check_n_jobs
+from privgame.engine.slurm import SlurmCluster
 from privgame.engine.store import ResultsStore, StoreError, describe_trials, writing
 from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
 
@@ -433,8 +434,8 @@ class DaskScheduler:
             )
 
 
-def _dask_scheduler(value: str | DaskScheduler | None) -> DaskScheduler | None:
-    return value if value is None or isinstance(value, DaskScheduler) else DaskScheduler(value)
+def _dask_scheduler(value: str | DaskScheduler | SlurmCluster | None) -> DaskScheduler | SlurmCluster | None:
+    return value if value is None or isinstance(value, DaskScheduler | SlurmCluster) else DaskScheduler(value)
 
 
 def _distributed() -> Any:
@@ -446,9 +447,14 @@ def _distributed() -> Any:
 
 
 @contextlib.contextmanager
-def _backend(dask: DaskScheduler, n_jobs: int) -> Iterator[Any]:
-    """A ``distributed.Client`` of ``dask``: of a local cluster started here for ``"local"``, else of the scheduler
-    at its address (which :func:`_check_reachable` has reached already, saying so on stderr)."""
+def _backend(dask: DaskScheduler | SlurmCluster, n_jobs: int) -> Iterator[Any]:
+    """A ``distributed.Client`` of ``dask``: of a local cluster started here for ``"local"``, of a scheduler started
+    here with its workers as Slurm jobs for a :class:`SlurmCluster` (its jobs cancelled on leaving), else of the
+    scheduler at its address (which :func:`_check_reachable` has reached already, saying so on stderr)."""
+    if isinstance(dask, SlurmCluster):
+        with dask.client() as client:
+            yield client
+        return
     distributed = _distributed()
     if dask.address == "local":
         print(f"privgame: starting a local Dask cluster of {n_jobs} workers ...", file=sys.stderr)
@@ -514,10 +520,13 @@ def _connect(dask: DaskScheduler, *, quiet: bool = False) -> Any:
     return client
 
 
-def _check_reachable(dask: DaskScheduler | None) -> None:
+def _check_reachable(dask: DaskScheduler | SlurmCluster | None) -> None:
     """Connect once to a remote scheduler before the results directory is made, so a dead address leaves
-    nothing behind, and wait there for a first worker (the run connects again when it dispatches trials)."""
-    if dask is not None and dask.address != "local":
+    nothing behind, and wait there for a first worker (the run connects again when it dispatches trials); for
+    Slurm, check that sbatch would accept the workers' job."""
+    if isinstance(dask, SlurmCluster):
+        dask.check()
+    elif dask is not None and dask.address != "local":
         _connect(dask).close()
 
 
@@ -786,7 +795,7 @@ def _run_local(
 
 def _run_dask(
     jobs: Sequence[tuple[Any, ...]],
-    dask: DaskScheduler,
+    dask: DaskScheduler | SlurmCluster,
     n_workers: int,
     on_result: _OnResult,
     plugins: tuple[str, ...] = (),
@@ -881,7 +890,7 @@ def run_experiment(
     n_jobs: int = 1,
     force: bool = False,
     progress: bool = True,
-    dask_scheduler: str | DaskScheduler | None = None,
+    dask_scheduler: str | DaskScheduler | SlurmCluster | None = None,
     cache: ArtefactCache | None = None,
     fail_fast: bool = False,
 ) -> ResultsStore:
@@ -903,10 +912,12 @@ def run_experiment(
         Delete results of a different config in ``out`` instead of refusing.
     progress : bool, default=True
         Show a progress bar on stderr.
-    dask_scheduler : str, DaskScheduler or None, default=None
-        A ``dask.distributed`` scheduler to run on: its address (``"local"`` starts a local cluster), or a
-        :class:`DaskScheduler` that also sets the connect timeout and the local dashboard.  Results are identical
-        to a local run's; a worker lost in the middle of the run only makes its trials run again elsewhere.
+    dask_scheduler : str, DaskScheduler, SlurmCluster or None, default=None
+        A ``dask.distributed`` scheduler to run on: its address (``"local"`` starts a local cluster), a
+        :class:`DaskScheduler` that also sets the connect timeout and the local dashboard, or a
+        :class:`~privgame.engine.slurm.SlurmCluster` (a scheduler started here, its workers Slurm jobs).  Results
+        are identical to a local run's; a worker lost in the middle of the run only makes its trials run again
+        elsewhere.
     cache : ArtefactCache or None, default=None
         The artefact cache lent to every trial (generator runs, shadow tables); ``None``: nothing is cached.
         Cached artefacts equal recomputed ones, so it never changes a number, only the time.
@@ -943,7 +954,7 @@ def _run_held(
     n_jobs: int,
     force: bool,
     progress: bool,
-    dask: DaskScheduler | None,
+    dask: DaskScheduler | SlurmCluster | None,
     cache: ArtefactCache | None,
     fail_fast: bool,
 ) -> ResultsStore:
@@ -1042,6 +1053,9 @@ class DryRun:
         The error of the timed trial, when its code raised (a real run would record it in ``failures/``).
     adding : tuple of (int, int) or None, default=None
         The repetitions per grid point that ``out`` holds and that a run would bring it to, when it would add some.
+    stopped : int, default=0
+        Trials not finished that a run would not play: past the repetition where a sequential audit
+        (``[analysis] sequential``) refuted its claim.
     """
 
     grid: list[dict[str, Any]]
@@ -1056,6 +1070,7 @@ class DryRun:
     peak_rss_bytes: int | None
     timing_error: str | None = None
     adding: tuple[int, int] | None = None
+    stopped: int = 0
 
 
 def _peak_rss_bytes() -> int:
@@ -1095,6 +1110,7 @@ def dry_run(
     timing_error = None
     blocks: tuple[int, ...] = (config.repetitions,)
     adding = None
+    stops: _SequentialStops | None = None
     if (root / "manifest.json").is_file():
         store = ResultsStore(root)
         epsilons = [analytic_epsilon(point) for point in config.grid]
@@ -1112,9 +1128,11 @@ def dry_run(
             if not scan.rows.empty and "seconds" in scan.rows:
                 seconds = float(np.median(scan.rows["seconds"].to_numpy(dtype=float)))
                 source = f"median of the {len(scan.rows)} finished trials"
+            stops = _SequentialStops(config, epsilons, scan.rows)  # a sequential audit plays nothing past its stop
     elif root.exists() and not root.is_dir():
         refusal = f"--out {str(root)!r} exists and is not a directory."
-    pending = [t for t in plan_trials(config, blocks) if t.index not in finished]
+    unfinished = [t for t in plan_trials(config, blocks) if t.index not in finished]
+    pending = [t for t in unfinished if not (stops and stops.stopped(t))]
     peak = None
     if seconds is None and pending:
         trial = pending[0]
@@ -1151,4 +1169,5 @@ def dry_run(
         peak_rss_bytes=peak,
         timing_error=timing_error,
         adding=adding,
+        stopped=len(unfinished) - len(pending),
     )

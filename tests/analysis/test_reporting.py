@@ -425,3 +425,10 @@ def test_into_axes_of_your_own_the_legend_goes_into_the_axes() -> None:
     assert not own.legends and ax.get_legend() is not None
     assert "steinke" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert "95 % confidence" in ax.get_title()
+
+
+def test_numbers_below_a_hundredth_keep_three_significant_digits() -> None:
+    """A realised FPR of 0.000875 printed as 0.001 would read as the nominal 0.001; below 10^(1 - digits) a number
+    keeps `digits` significant digits instead of `digits` decimals."""
+    frame = pd.DataFrame({"fpr": [0.000875, 0.0036, 0.01, 0.0999, -0.0012]})
+    assert format_table(frame, "table").split()[1:] == ["0.000875", "0.0036", "0.010", "0.100", "-0.0012"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -101,3 +102,89 @@ def test_a_game_without_per_trial_bounds_is_refused(write_config):
 def test_sequential_must_be_true_or_false(write_config):
     with pytest.raises(ConfigError, match=r"\[analysis\] sequential must be true or false, got 'yes'"):
         load_config(write_config({"analysis": {"sequential": "yes"}}))
+
+
+def test_an_unmatched_family_is_not_bet_on_and_alone_it_is_refused(write_config, tmp_path):
+    """fdp_gaussian on randomized response is an unmatched family: its "bound" exceeds the true ε = 1 in most
+    trials. Bet on, it refuted this true claim after two trials; the test bets on Steinke's bound alone."""
+    analysis = {"delta": 1e-5, "allow_unmatched_family": True}
+    sections = {
+        "experiment": {"plugins": ["overclaiming_mechanisms"], "repetitions": 6, "seed": 0},
+        "game": {"m": 1000, "k_pos": 100, "k_neg": 100},
+        "mechanism": {"name": "test-overclaiming", "epsilon": 1.0, "claim": 1.0},
+        "analysis": {"sequential": True, "estimators": ["steinke", "fdp_gaussian"], **analysis},
+    }
+    _run(write_config(sections), tmp_path / "r")
+    table = _summary(tmp_path / "r")
+    assert table["fdp_gaussian_unmatched.over_claim"].iloc[0] == 6  # it exceeds the true claim in every trial
+    assert table["verdict"].tolist() == ["not refuted"] and table["sequential_trials"].tolist() == [6]
+    sections["analysis"] = {"sequential": True, "estimators": ["fdp_gaussian"], **analysis}
+    with pytest.raises(ConfigError, match=r"\[analysis\] sequential = true .*fdp_gaussian_unmatched.*not guaranteed"):
+        load_config(write_config(sections, name="alone"))
+
+
+def _overclaiming_at_6(write_config, name: str, sequential: bool) -> Path:
+    """Randomized response at ε = 6 claiming 1, 9 repetitions at seed 1: its Steinke bounds are 4.19 (the ceiling
+    of its 200 guesses), 3.73, then mostly 4.19: the two trials a sequential audit reads are below the ceiling,
+    the nine together at it."""
+    return write_config(
+        {
+            "experiment": {"plugins": ["overclaiming_mechanisms"], "repetitions": 9, "seed": 1},
+            "game": {"m": 1000, "k_pos": 100, "k_neg": 100},
+            "mechanism": {"name": "test-overclaiming", "epsilon": 6.0, "claim": 1.0},
+            "analysis": {"sequential": sequential},
+        },
+        name=name,
+    )
+
+
+def test_the_ceiling_marker_and_the_ladder_read_the_trials_the_test_read(write_config, tmp_path):
+    """A reanalysis with sequential = true of a run of 9 trials stores all 9 but reads 2 (as trials a worker played
+    past a stop): the ceiling marker beside the median, and the ladder, are of those 2."""
+    from privgame.analysis.ladder import ladder
+    from privgame.engine.reanalyse import reanalyse
+    from privgame.engine.report import ladder_results
+    from privgame.engine.store import ResultsStore
+
+    _run(_overclaiming_at_6(write_config, "fixed", False), tmp_path / "fixed")
+    reanalyse(tmp_path / "fixed", tmp_path / "seq", {"sequential": True}, trust_plugins=True, progress=False)
+    table = _summary(tmp_path / "seq")
+    assert table["sequential_trials"].tolist() == [2]
+    median, ceiling = table["epsilon_lb_median"].iloc[0], table["ceiling"].iloc[0]
+    assert median < 0.99 * ceiling and not table["at_ceiling"].iloc[0]  # it said at_ceiling, from all 9 trials
+    store = ResultsStore(tmp_path / "seq")
+    first = [store.load_outcome(t) for t in (0, 1)]
+    bounds = [ladder(o.scores[o.membership], o.scores[~o.membership], confidence=0.95, delta=0.0) for o in first]
+    rungs = ladder_results(str(tmp_path / "seq"), trust_plugins=True).set_index("estimator")["epsilon"]
+    expected = {k: np.array([b[k] for b in bounds], dtype=float) for k in bounds[0]}
+    expected = {k: float(np.nanmedian(v)) if np.isfinite(v).any() else np.nan for k, v in expected.items()}
+    assert rungs.to_dict() == pytest.approx(expected, nan_ok=True)
+
+
+def test_a_stopped_run_can_be_reanalysed(write_config, tmp_path):
+    """The trials past a stop were never played: a reanalysis reads what was (it said 'not run; finish the run
+    first', which no run would do); with sequential = false it is refused, as a fixed-sample verdict on a count the
+    data chose has no level."""
+    from privgame.engine.reanalyse import reanalyse
+    from privgame.engine.store import StoreError
+
+    out = tmp_path / "r"
+    _run(_config(write_config, repetitions=6), out)  # claim 1: stops after 2; claim 2: runs its 6
+    reanalyse(out, tmp_path / "again", {}, trust_plugins=True, progress=False)
+    pd.testing.assert_frame_equal(_summary(tmp_path / "again"), _summary(out))
+    reanalyse(out, tmp_path / "c99", {"confidence": 0.99}, trust_plugins=True, progress=False)
+    c99 = _summary(tmp_path / "c99")  # two trials above the claim refute it at 99 % too (E ≈ 0.3/α²)
+    assert c99["verdict"].tolist() == ["refuted at 99 %", "not refuted"] and c99["sequential_trials"].tolist() == [2, 6]
+    with pytest.raises(StoreError, match=r"sequential audit stopped.*sequential = true"):
+        reanalyse(out, tmp_path / "fixed", {"sequential": False}, trust_plugins=True, progress=False)
+    assert not (tmp_path / "fixed").exists()
+
+
+def test_a_dry_run_after_a_stop_counts_no_trial_past_it(write_config, tmp_path, capsys):
+    path = _config(write_config, repetitions=5)
+    _run(path, tmp_path / "r")
+    capsys.readouterr()
+    assert main(["run", str(path), "--out", str(tmp_path / "r"), "--dry-run"]) == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "7 done, 0 to run (3 not needed: the sequential audit refuted their claim)" in text, text

@@ -496,3 +496,37 @@ def test_the_gaussian_fit_uses_every_score_under_any_rule_and_is_undefined_below
     assert summary["gauss_fit.n_undefined"] == 1 and summary["gauss_fit.epsilon_estimate_median"] == 2.0
     nothing = estimate_summary(frame.assign(**{"gauss_fit.epsilon_estimate": math.nan}), "gauss_fit")
     assert math.isnan(nothing["gauss_fit.epsilon_estimate_max"]) and nothing["gauss_fit.n_undefined"] == 3
+
+
+def test_a_bound_that_is_not_guaranteed_gets_its_count_and_no_verdict():
+    """An unmatched family or a forced order-statistics audit may exceed a true claim in most trials: its
+    exceedances are counted, but no verdict rests on it, and the headline verdict tests the first guaranteed bound."""
+    import pandas as pd
+
+    from privgame.games._base import AnalysisSettings
+    from privgame.games.bounds import summary_columns
+    from privgame.games.one_run import OneRunGame
+
+    n = 20
+    rows = pd.DataFrame(
+        {
+            "trial": range(n),
+            "grid_point": 0,
+            "repetition": range(n),
+            "epsilon_analytic": 1.0,
+            "epsilon_lb": [1.6] * n,  # the first estimator named: the unmatched one
+            "fdp_gaussian_unmatched.epsilon_lb": [1.6] * n,
+            "steinke.epsilon_lb": [0.7] * n,
+        }
+    )
+    out = summary_columns(rows, 1.0, 0.95)
+    assert out["fdp_gaussian_unmatched.over_claim"] == n
+    assert out["fdp_gaussian_unmatched.verdict"] == "no test: bound not guaranteed"
+    assert math.isnan(out["fdp_gaussian_unmatched.verdict_p"])
+    assert out["steinke.verdict"] == "not refuted"
+    settings = AnalysisSettings(estimators=["fdp_gaussian", "steinke"], allow_unmatched_family=True)
+    summary = OneRunGame(m=10, k_pos=1, k_neg=1).summarise(rows, settings, lambda t: None)
+    assert (summary["verdict"], summary["over_claim"]) == ("not refuted", 0)  # steinke's, the guaranteed one
+    alone = rows.drop(columns="steinke.epsilon_lb")
+    summary = OneRunGame(m=10, k_pos=1, k_neg=1).summarise(alone, settings, lambda t: None)
+    assert summary["verdict"] == "no test: bound not guaranteed" and summary["over_claim"] == n

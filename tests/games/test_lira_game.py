@@ -325,3 +325,27 @@ def test_a_report_prints_the_calibration_once_and_the_notes(tmp_path, capsys):
     assert "tpr_naive_0.1" in head and "tpr_per_record_0.1" in head and "tpr_pp_0.1" not in head
     assert "tpr_pp_0.1" in tail and tail.count("\n") == 3  # title line's end, header, one set of models
     assert "note: online LiRA with per-example variances at M = 8" in err
+
+
+def test_calibrations_that_differ_by_attack_are_not_merged():
+    """LiRA with fpc = true standardises the models' confidences with its corrected variances, RMIA with none: the
+    two calibrations of the same models differ. The shared table keeps each, named by its attack (it kept the
+    first attack's alone per set of models, under a title saying every attack had it)."""
+    import privgame
+    from privgame.engine.report import shared_tables, summarise_results
+
+    config = {
+        "experiment": {"name": "fpc", "seed": 3, "repetitions": 1},
+        "game": {"name": "lira", "data": "adult", "pool_size": 200, "n_models": [6, 8], "n_boot": 40},
+        "mechanism": {"name": "logistic-regression"},
+        "attack": [{"name": "lira", "fpc": True}, {"name": "rmia"}],
+    }
+    with privgame.run(config, cache=False) as results:
+        root = str(results.path)
+        summary, swept = summarise_results(root)
+        assert summary.groupby("game.n_models")["tpr_pp_0.1"].nunique().tolist() == [2, 2]
+        [(title, shared)] = shared_tables(root, summary, swept)
+        assert len(shared) == 4 and "attack.name" in shared
+        merged = summary.set_index(["game.n_models", "attack.name"])["tpr_pp_0.1"]
+        assert shared.set_index(["game.n_models", "attack.name"])["tpr_pp_0.1"].to_dict() == merged.to_dict()
+        assert "fpc" in title

@@ -120,3 +120,39 @@ def test_sequential_must_be_a_bool_and_only_its_budget_binds():
     assert AnalysisSettings(sequential=True).with_budget(5).budget == 5
     assert AnalysisSettings(sequential=True).identity()["sequential"] is True
     assert "sequential" not in AnalysisSettings().identity()
+
+
+def test_columns_that_are_not_guaranteed_bounds_are_never_bet_on():
+    """An unmatched family (``_unmatched``: fdp_gaussian's "bound" exceeds randomized response's true ε in most
+    trials) and the order-statistics audit on dependent canaries (``_dependent``) are not guaranteed bounds, and a
+    parametric estimate is no bound at all: betting on them would refute true claims."""
+    columns = [
+        "epsilon_lb",
+        "steinke.epsilon_lb",
+        "fdp_gaussian_unmatched.epsilon_lb",
+        "order_stats_dependent.epsilon_lb",
+        "gauss_fit.epsilon_estimate",
+    ]
+    assert bound_columns_of(columns) == ["steinke.epsilon_lb"]
+    assert bound_columns_of(["epsilon_lb", "fdp_gaussian_unmatched.epsilon_lb"]) == []
+    rows = _rows([2.0, 2.0, 2.0], labels=("fdp_gaussian_unmatched",))
+    with pytest.raises(ValueError, match="per-trial bounds"):
+        exceedances(rows, 1.0)
+
+
+def test_a_config_whose_estimators_give_no_guaranteed_bound_is_refused():
+    from privgame.mechanisms import RandomizedResponse
+
+    mechanism = RandomizedResponse(epsilon=1.0)
+    game = OneRunGame(m=10, k_pos=1, k_neg=1)
+
+    def settings(estimators):
+        return AnalysisSettings(sequential=True, delta=1e-5, estimators=estimators, allow_unmatched_family=True).bind(
+            mechanism.privacy_claim(), mechanism.canary_dependence
+        )
+
+    problem = check_sequential(game, settings(["fdp_gaussian", "gauss_fit"]))
+    assert problem is not None
+    assert "fdp_gaussian_unmatched" in problem and "not guaranteed" in problem and "\n" not in problem
+    assert check_sequential(game, settings(["steinke", "fdp_gaussian"])) is None
+    assert check_sequential(game, settings(["no_such_estimator"])) is None  # named by the estimators' own check

@@ -112,6 +112,22 @@ def test_the_calibration_is_cached_on_disk(tmp_path) -> None:
     assert accounting.gaussian_noise_for_epsilon(0.7, 1e-5, cache=cache) == first
 
 
+@pytest.mark.parametrize("factor", [0.5, 2.0])
+def test_a_cached_sigma_that_is_not_the_calibration_is_recomputed(tmp_path, factor: float) -> None:
+    """An entry a stranger wrote: half the σ would claim more than asked; twice the σ would silently audit a far
+    more private mechanism than the configured epsilon (and it was taken)."""
+    from privgame.analysis import accounting
+    from privgame.core.cache import ArtefactCache
+
+    cache = ArtefactCache(tmp_path / "c")
+    first = accounting.gaussian_noise_for_epsilon(0.7, 1e-5, cache=cache)
+    store, key = accounting._gaussian_cache(cache, (0.7, 1e-5))
+    assert store is not None and key is not None
+    store.put_json(key, {"sigma": first * factor, "target_epsilon": 0.7, "delta": 1e-5})
+    accounting._gaussian_calibrations.clear()
+    assert accounting.gaussian_noise_for_epsilon(0.7, 1e-5, cache=cache) == first
+
+
 # ---------------------------------------------------------------- dataclass behaviour
 
 
