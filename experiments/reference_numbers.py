@@ -1,7 +1,7 @@
 """Quick reference numbers: every game's quick config, its headline figures at its own seed and over other seeds.
 
 Each quick config is seeded, so its figures are the same on every run; the run-to-run range (the same config at
-other seeds) says how far a change of seed alone moves them.  ``experiments/reference_numbers.toml`` keeps, per
+other seeds) says how far a change of seed alone moves them.  ``experiments/reference/quick_numbers.toml`` keeps, per
 config and figure, the value at the config's own seed, the value at each measured seed and their [min, max];
 README.md's "Quick reference numbers" tables are printed from it, and the slow suite checks that each config,
 run at its own seed, still gives its stored figures (tests/engine/test_reference_numbers.py)::
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 EXPERIMENTS = Path(__file__).resolve().parent
-REFERENCE = EXPERIMENTS / "reference_numbers.toml"
+REFERENCE = EXPERIMENTS / "reference" / "quick_numbers.toml"  # not a config: experiments/*.toml are configs
 OTHER_SEEDS = (1, 2, 3, 4)
 README_START = "<!-- reference-numbers: start (python experiments/reference_numbers.py table) -->"
 README_END = "<!-- reference-numbers: end -->"

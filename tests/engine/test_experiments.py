@@ -1,5 +1,5 @@
 """Slow: the quick experiments run end to end, every DP-SGD bound stays below the PLD ε (SPEC §1, §2), and every quick
-config gives the figures of experiments/reference_numbers.toml at its own seed (test_reference_numbers.py)."""
+config gives the figures of experiments/reference/quick_numbers.toml at its own seed (test_reference_numbers.py)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_quick_experiment_stays_below_the_pld_epsilon(tmp_path, name, column):
     assert len(summary) == 4
     assert (summary[column] < summary["epsilon_analytic"]).all(), summary[[column, "epsilon_analytic"]]
     assert summary[column].iloc[-1] > 0  # at ε = 8 every audit finds something
-    check_reference_numbers(name, tmp_path / "r")  # experiments/reference_numbers.toml
+    check_reference_numbers(name, tmp_path / "r")  # experiments/reference/quick_numbers.toml
 
 
 @pytest.mark.slow  # the DP-SGD configs calibrate σ for each ε when they load (seconds each)

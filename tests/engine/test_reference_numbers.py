@@ -1,4 +1,4 @@
-"""The quick reference numbers (experiments/reference_numbers.toml; README.md, "Quick reference numbers").
+"""The quick reference numbers (experiments/reference/quick_numbers.toml; README.md, "Quick reference numbers").
 
 The file is consistent with itself and with the configs, the README's tables are printed from it, and the slow
 suite checks that every quick config, run at its own seed, still gives each stored figure (they are seeded, so
@@ -53,7 +53,7 @@ def check_reference_numbers(name: str, run_dir: str | Path) -> None:
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     assert (manifest["name"], manifest["seed"]) == (name, entry["seed"]), (manifest["name"], manifest["seed"])
     values = script.read_figures(run_dir, entry["figures"])
-    assert script.differences(entry, values) == [], f"{name}: update experiments/reference_numbers.toml and README"
+    assert script.differences(entry, values) == [], f"{name}: update experiments/reference/quick_numbers.toml, README"
 
 
 def test_every_quick_config_has_reference_numbers_that_agree_with_themselves():
