@@ -360,26 +360,9 @@ def _gaussian_cache(
     cache: ArtefactCache | Literal["default"] | None, memo: tuple[float, float]
 ) -> tuple[ArtefactCache | None, str | None]:
     """The cache to use for a Gaussian calibration and its key in it (``(None, None)``: none)."""
-    store, _ = _calibration_cache(cache, (memo[0], memo[1], 1.0, 1, "pld", 1e-4))
-    if store is None:
-        return None, None
-    from importlib import metadata
-
-    from privgame.core.cache import code_fingerprint, make_key
-
-    try:
-        dp_version = metadata.version("dp-accounting")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout of dp_accounting
-        dp_version = "unknown"
-    key = make_key(
-        artefact="gaussian-noise",
-        target_epsilon=memo[0],
-        delta=memo[1],
-        method=_GAUSSIAN_METHOD,
-        dp_accounting=dp_version,
-        code=code_fingerprint(__name__),
+    return _calibration_entry(
+        cache, artefact="gaussian-noise", target_epsilon=memo[0], delta=memo[1], method=_GAUSSIAN_METHOD
     )
-    return store, key
 
 
 def dpsgd_claim(
@@ -573,6 +556,25 @@ def _calibration_cache(
     cache: ArtefactCache | Literal["default"] | None, memo: tuple[float, float, float, int, str, float]
 ) -> tuple[ArtefactCache | None, str | None]:
     """The cache to use and the calibration's key in it (``(None, None)``: none)."""
+    eps, d, q, t, accountant, tol = memo
+    return _calibration_entry(
+        cache,
+        artefact="dpsgd-noise-multiplier",
+        target_epsilon=eps,
+        delta=d,
+        sampling_rate=q,
+        steps=t,
+        accountant=accountant,
+        tol=tol,
+        method=_CALIBRATION_METHOD,
+    )
+
+
+def _calibration_entry(
+    cache: ArtefactCache | Literal["default"] | None, **fields: Any
+) -> tuple[ArtefactCache | None, str | None]:
+    """The cache a calibration uses (``"default"``: the default directory, skipped if it cannot be made) and its
+    key: ``fields`` with the ``dp_accounting`` version and this module's code fingerprint; ``(None, None)``: none."""
     if cache is None:
         return None, None
     from importlib import metadata
@@ -589,24 +591,11 @@ def _calibration_cache(
         store = cache
     else:
         raise TypeError(f"cache must be an ArtefactCache, 'default' or None, got {cache!r}.")
-    eps, d, q, t, accountant, tol = memo
     try:
         dp_version = metadata.version("dp-accounting")
     except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout of dp_accounting
         dp_version = "unknown"
-    key = make_key(
-        artefact="dpsgd-noise-multiplier",
-        target_epsilon=eps,
-        delta=d,
-        sampling_rate=q,
-        steps=t,
-        accountant=accountant,
-        tol=tol,
-        method=_CALIBRATION_METHOD,
-        dp_accounting=dp_version,
-        code=code_fingerprint(__name__),
-    )
-    return store, key
+    return store, make_key(**fields, dp_accounting=dp_version, code=code_fingerprint(__name__))
 
 
 def _calibrate_dpsgd(eps: float, d: float, q: float, t: int, accountant: Accountant, tol: float) -> float:

@@ -179,10 +179,9 @@ class OneRunGame(Game):
 
         sequential: dict[str, Any] | None = None
         if settings.sequential:  # the trials the anytime-valid test read, in order, and its verdict
-            from privgame.games.sequential import read_sequential, sequential_columns, sequential_summary
+            from privgame.games.sequential import read_grid_point, sequential_columns, sequential_summary
 
-            budget = settings.budget if settings.budget is not None else int(rows["repetition"].max()) + 1
-            read = read_sequential(rows, analytic, settings.confidence, budget)
+            read = read_grid_point(rows, settings)
             rows, sequential = read.rows, sequential_summary(read, settings.confidence)
         lb = rows["epsilon_lb"].to_numpy(dtype=float)
         median = float(np.median(lb)) if lb.size else math.nan

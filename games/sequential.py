@@ -20,16 +20,16 @@ import pandas as pd
 
 from privgame.analysis.sequential import SequentialResult, sequential_test
 from privgame.analysis.verdict import NO_CLAIM, NOT_REFUTED, refuted_label
-from privgame.games.bounds import NOT_GUARANTEED
+from privgame.games.bounds import guaranteed
 
 __all__ = [
     "FIXED_SAMPLE_ONLY",
-    "NOT_GUARANTEED",
     "UNDECIDED",
     "SequentialRead",
     "bound_columns_of",
     "check_sequential",
     "exceedances",
+    "read_grid_point",
     "read_sequential",
     "rows_read",
     "sequential_columns",
@@ -54,12 +54,12 @@ class SequentialRead:
 
 def bound_columns_of(columns: Sequence[str]) -> list[str]:
     """The per-trial bound columns the test bets on: each estimator's ``<label>.epsilon_lb`` whose bound is
-    guaranteed (not :data:`NOT_GUARANTEED`: such a "bound" may exceed a true claim in most trials, and betting on
-    it would refute the claim), or the game's own ``epsilon_lb`` when the rows name no estimator; a parametric
-    estimate (``<label>.epsilon_estimate``) is no bound and never one of them."""
+    guaranteed (:func:`privgame.games.bounds.guaranteed`: one that is not may exceed a true claim in most trials,
+    and betting on it would refute the claim), or the game's own ``epsilon_lb`` when the rows name no estimator; a
+    parametric estimate (``<label>.epsilon_estimate``) is no bound and never one of them."""
     labelled = [c for c in columns if c.endswith(".epsilon_lb")]
     if labelled:
-        return [c for c in labelled if not c.removesuffix(".epsilon_lb").endswith(NOT_GUARANTEED)]
+        return [c for c in labelled if guaranteed(c.removesuffix(".epsilon_lb"))]
     return ["epsilon_lb"] if "epsilon_lb" in columns else []
 
 
@@ -92,14 +92,21 @@ def read_sequential(rows: pd.DataFrame, claim: float, confidence: float, budget:
     return SequentialRead(prefix.iloc[: result.trials], result, budget, claim)
 
 
+def read_grid_point(rows: pd.DataFrame, settings: Any) -> SequentialRead:
+    """:func:`read_sequential` on the non-empty stored ``rows`` of one grid point, with its analysis ``settings``:
+    their claim (the rows' ``epsilon_analytic``), confidence and budget (``settings.budget``, bound by the runner
+    and the report; else the repetitions the rows reach)."""
+    budget = settings.budget if settings.budget is not None else int(rows["repetition"].max()) + 1
+    return read_sequential(rows, float(rows["epsilon_analytic"].iloc[0]), settings.confidence, budget)
+
+
 def rows_read(rows: pd.DataFrame, settings: Any) -> pd.DataFrame:
     """The rows of one grid point that a report summarises: with ``settings.sequential``, those its sequential
-    audit read (:func:`read_sequential`; trials a worker played past the stop are left out, so every figure is
+    audit read (:func:`read_grid_point`; trials a worker played past the stop are left out, so every figure is
     the same whatever the workers), else every row."""
     if not getattr(settings, "sequential", False) or rows.empty:
         return rows
-    budget = settings.budget if settings.budget is not None else int(rows["repetition"].max()) + 1
-    return read_sequential(rows, float(rows["epsilon_analytic"].iloc[0]), settings.confidence, budget).rows
+    return read_grid_point(rows, settings).rows
 
 
 def sequential_stop(rows: pd.DataFrame, claim: float, confidence: float, budget: int) -> int | None:

@@ -575,21 +575,16 @@ class _SequentialStops:
     thread; read by the feeder thread through :meth:`skip` (a dict read, atomic under the GIL)."""
 
     def __init__(self, config: ExperimentConfig, epsilons: Sequence[float], stored: Any) -> None:
-        from privgame.games.sequential import stops_from_rows
-
         self.budget = config.repetitions
         self.points = {
             g: (float(epsilons[g]), p.analysis.confidence) for g, p in enumerate(config.grid) if p.analysis.sequential
         }
         self.rows: dict[int, list[dict[str, Any]]] = {g: [] for g in self.points}
         self.stops: dict[int, int] = {}
-        if self.points and len(stored):
-            mine = stored[stored["grid_point"].isin(list(self.points))]
+        if self.points and len(stored):  # a resumed run: its stored rows, read as the run read them
             for g in self.points:
-                self.rows[g] = mine[mine["grid_point"] == g].to_dict("records")
-            claims = {g: c for g, (c, _) in self.points.items()}
-            confidence = {g: k for g, (_, k) in self.points.items()}
-            self.stops = stops_from_rows(mine, claims, confidence, self.budget)
+                self.rows[g] = stored[stored["grid_point"] == g].to_dict("records")
+                self._read(g)
 
     def __bool__(self) -> bool:
         return bool(self.points)
@@ -598,11 +593,17 @@ class _SequentialStops:
         """A stored row of ``grid_point``: the test reads on, and the point stops when its claim is refuted."""
         if grid_point not in self.points or grid_point in self.stops:
             return
+        self.rows[grid_point].append(dict(row))
+        self._read(grid_point)
+
+    def _read(self, grid_point: int) -> None:
+        """Run the test on the grid point's rows so far; note its stop once it refutes."""
+        if not self.rows[grid_point]:
+            return
         import pandas as pd
 
         from privgame.games.sequential import sequential_stop
 
-        self.rows[grid_point].append(dict(row))
         claim, confidence = self.points[grid_point]
         stop = sequential_stop(pd.DataFrame.from_records(self.rows[grid_point]), claim, confidence, self.budget)
         if stop is not None:
