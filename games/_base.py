@@ -308,6 +308,34 @@ class Game(ABC):
         """Mechanism runs per trial that report progress (0: none reported, the trial is the unit)."""
         return 0
 
+    def separate_runs(self, mechanism: Mechanism, attack: Attack) -> int:
+        """How many of a trial's mechanism runs (models, generator runs) the engine may make apart from the trial,
+        as tasks of their own on any worker, before the trial plays (0: none; the trial is the unit).
+
+        A game that returns R > 0 implements :meth:`make_runs`, and its :meth:`play` reads each of those runs
+        through ``context.cache`` (:func:`privgame.mechanisms.cached.cached_release_many`), so a run made by a
+        task is read, not made again, and a run no task made is made by the trial itself.
+        """
+        return 0
+
+    def run_batch(self, mechanism: Mechanism, attack: Attack) -> int:
+        """The most runs one task may make together (its memory bound); the engine chooses how many, up to it, from
+        their measured cost (:mod:`privgame.engine.tasks`)."""
+        return 1
+
+    def make_runs(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        runs: range,
+        context: TrialContext,
+    ) -> None:
+        """Make the trial's runs ``runs`` (indices below :meth:`separate_runs`) into ``context.cache``, exactly as
+        :meth:`play` with the same ``seed`` makes them (in one batched call where the mechanism batches)."""
+        raise NotImplementedError(f"game {self.name!r} makes no run apart from its trial (separate_runs is 0)")
+
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         """Estimated peak memory in bytes of one trial with ``mechanism`` and ``attack`` (an estimate, not a bound).
 

@@ -81,6 +81,26 @@ def lira_masks(n_models: int, pool_size: int, entropy: int, repetition: int) -> 
 
 
 @dataclass(frozen=True, slots=True)
+class _Models:
+    """One trial's models before training: the pool's ids, its data, the include-masks and each model's seed."""
+
+    pool: np.ndarray
+    base: Any  # TrainingData on the pool
+    masks: np.ndarray
+    seeds: list[np.random.SeedSequence]
+
+    def release(self, mechanism: Mechanism, part: range, *, cache: Any, progress: Any) -> list[Any]:
+        """Models ``part``, each read from ``cache`` or trained (the misses in one batched call)."""
+        return cached_release_many(
+            mechanism,
+            [self.base.with_include(self.masks[k], size=self.base.size) for k in part],
+            seeds=[self.seeds[k] for k in part],
+            cache=cache,
+            progress=progress,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LiRAGame(Game):
     """Efficient LiRA: M models on random halves of a pool, each the target of the others; three calibrated TPRs.
 
@@ -198,6 +218,48 @@ class LiRAGame(Game):
         together = min(self.batch, self.n_models)
         return 160 * self.n_models * self.pool_size + mechanism.memory_bytes(self.pool_size) * 2 + per_model * together
 
+    # -- the models: one trial's, or some of them as a task of their own ----------------------------------------
+    def _models(self, seed: np.random.SeedSequence) -> _Models:
+        """The trial's pool, include-masks and model seeds (everything a model depends on, from ``seed``)."""
+        from privgame.data.features import model_arrays, population_table, raw_columns
+        from privgame.mechanisms.training.data import TrainingData
+
+        entropy = root_entropy(seed, "the LiRA game")
+        repetition = repetition_of(seed)
+        population = model_arrays(self.data)
+        pool_rng = np.random.default_rng(keyed_seed(entropy, _TAG_POOL, self.pool_size, repetition))
+        pool = np.sort(pool_rng.choice(population.y.shape[0], self.pool_size, replace=False))
+        masks = lira_masks(self.n_models, self.pool_size, entropy, repetition)
+        seeds = [keyed_seed(entropy, _TAG_MODEL, self.pool_size, repetition, k) for k in range(self.n_models)]
+        # hashed once: every model's key shares its pool hash.  The models are queried on the pool only; its
+        # records' own columns go along for a model that reads them (sklearn's features = "raw")
+        frame = raw_columns(population_table(self.data).iloc[pool], self.data)
+        x, y = population.x[pool], population.y[pool]
+        base = TrainingData(x, y, masks[0], n_classes=population.n_classes, size=self.pool_size // 2, frame=frame)
+        return _Models(pool, base, masks, seeds)
+
+    def separate_runs(self, mechanism: Mechanism, attack: Attack) -> int:
+        """Every one of the M models may be trained apart (:meth:`make_runs`)."""
+        return self.n_models
+
+    def run_batch(self, mechanism: Mechanism, attack: Attack) -> int:
+        """``batch``: the most models trained (and held in memory) together."""
+        return self.batch
+
+    def make_runs(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        runs: range,
+        context: TrialContext,
+    ) -> None:
+        """Train the models ``runs`` into the artefact cache, in one batched call (the trial reads them there)."""
+        if not runs or runs.start < 0 or runs.stop > self.n_models or runs.step != 1:
+            raise ValueError(f"runs must be a non-empty range of model indices in [0, {self.n_models}), got {runs!r}.")
+        self._models(seed).release(mechanism, runs, cache=context.cache, progress=context.progress)
+
     # -- play ----------------------------------------------------------------------------------------------------
     def play(
         self,
@@ -208,44 +270,27 @@ class LiRAGame(Game):
         context: TrialContext | None = None,
     ) -> TrialOutcome:
         from privgame.attacks._base import LeaveOneOutAttack
-        from privgame.data.features import model_arrays, population_table, raw_columns
-        from privgame.mechanisms.training.data import TrainingData
 
         if not isinstance(attack, LeaveOneOutAttack):
             raise TypeError(f"game 'lira' plays an attack with an efficient evaluation, got {type(attack).__name__}.")
-        entropy = root_entropy(seed, "the LiRA game")
-        repetition = repetition_of(seed)
-        population = model_arrays(self.data)
-        pool_rng = np.random.default_rng(keyed_seed(entropy, _TAG_POOL, self.pool_size, repetition))
-        pool = np.sort(pool_rng.choice(population.y.shape[0], self.pool_size, replace=False))
-        x, y = population.x[pool], population.y[pool]
-        masks = lira_masks(self.n_models, self.pool_size, entropy, repetition)
-        seeds = [keyed_seed(entropy, _TAG_MODEL, self.pool_size, repetition, k) for k in range(self.n_models)]
-        train = self.pool_size // 2
+        models = self._models(seed)
+        pool, base, masks = models.pool, models.base, models.masks
+        x, y = base.x, base.y
         cache = None if context is None else context.cache
         progress = None if context is None else context.progress
-        # hashed once: every model's key shares its pool hash.  The models are queried on the pool only; its
-        # records' own columns go along for a model that reads them (sklearn's features = "raw")
-        frame = raw_columns(population_table(self.data).iloc[pool], self.data)
-        base = TrainingData(x, y, masks[0], n_classes=population.n_classes, size=train, frame=frame)
         confidence = np.empty((self.n_models, self.pool_size))
         accuracy = np.empty((2, self.n_models))
         for start in range(0, self.n_models, self.batch):
             part = range(start, min(start + self.batch, self.n_models))
-            releases = cached_release_many(
-                mechanism,
-                [base.with_include(masks[k], size=train) for k in part],
-                seeds=[seeds[k] for k in part],
-                cache=cache,
-                progress=progress,
-            )
+            releases = models.release(mechanism, part, cache=cache, progress=progress)
             for k, release in zip(part, releases, strict=True):
                 logits = release.logits(x)  # one forward pass for the confidence and the accuracy
                 confidence[k] = release.confidence_from_logits(logits, y)
                 correct = logits.argmax(axis=1) == y
                 accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
         started = time.perf_counter()
-        scores, valid, fpc = attack.efficient_scores(confidence, masks, fpc=1.0 - train / self.pool_size)
+        fpc = 1.0 - base.public_size / self.pool_size
+        scores, valid, fpc = attack.efficient_scores(confidence, masks, fpc=fpc)
         if context is not None:
             context.timings["attack"] = time.perf_counter() - started
         return TrialOutcome(

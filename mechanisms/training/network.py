@@ -8,8 +8,8 @@ cross-entropy.  Every draw comes from the model's own ``torch.Generator``.
 K models: the parameters are stacked on a first axis and every step runs one batched matrix product per layer for
 all K (each model on its own batch, gathered from the shared pool).  Models are trained together only when they
 have the same number of training rows (so their batch boundaries coincide); Adam acts elementwise, so the K
-stacked optimisers are K independent ones and model k is the model :func:`train_networks` gives for it alone (up
-to the rounding of batched products, which MKL may order differently for another batch count; a test checks it).
+stacked optimisers are K independent ones and model k is the model :func:`train_networks` gives for it alone, to
+the bit (the Adam step is :class:`_FlatAdam`'s, whose kernels do not round by position; a test checks it).
 
 Two choices make it ~1.3x faster on CPU without changing what is computed (``benchmarks/bench_lira.py``): a narrow
 layer (the output's few classes) takes its batched products transposed (:class:`_BatchedLinear`), and a sparse
@@ -74,6 +74,54 @@ class _BatchedLinear(torch.autograd.Function):
             grad_w = torch.bmm(x.transpose(1, 2), g)
         grad_x = torch.bmm(g, w.transpose(1, 2)) if ctx.needs_input_grad[0] else None  # type: ignore[attr-defined]
         return grad_x, grad_w, g.sum(dim=1, keepdim=True)
+
+
+class _FlatAdam:
+    """Adam (Kingma and Ba 2015, as ``torch.optim.Adam`` without amsgrad) on parameters that are views of ONE flat
+    buffer, its elementwise steps taken on the whole buffer at once.
+
+    Why not ``torch.optim.Adam(fused=True)``: the fused CPU kernel rounds the elements of a vectorised body and of
+    its scalar tail differently, and where a tensor's tail falls depends on how many models are stacked, so model
+    k came out different in its last bits when trained in a batch of 3 rather than 4.  Each operation here is one
+    of PyTorch's elementwise kernels, whose results do not depend on an element's position; so a model is the same
+    to the bit whatever the batch it trains in (``tests/mechanisms/training/test_network.py``), which is what lets
+    the engine choose batch sizes freely (docs/cluster.md).  One flat buffer keeps the step to a handful of
+    kernels for every layer together, as fast as the fused step on the LiRA benchmark.
+
+    Parameters
+    ----------
+    tensors : sequence of Tensor
+        The initial parameters; copied into the buffer, and :attr:`params` are leaf views of it, in this order.
+    lr, weight_decay : float
+        Adam's step size and L2 penalty (added to the gradient, as ``torch.optim.Adam``); β = (0.9, 0.999), ε = 1e-8.
+    """
+
+    def __init__(self, tensors: Sequence[Tensor], *, lr: float, weight_decay: float) -> None:
+        sizes = [t.numel() for t in tensors]
+        self.flat = torch.cat([t.reshape(-1) for t in tensors])
+        self.params = [
+            view.view_as(t).requires_grad_(True) for view, t in zip(self.flat.split(sizes), tensors, strict=True)
+        ]
+        self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, (0.9, 0.999), 1e-8
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.steps = 0
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One Adam step on the gradients the last backward pass left, which it then clears."""
+        grad = torch.cat([p.grad.reshape(-1) for p in self.params])
+        for p in self.params:
+            p.grad = None
+        if self.weight_decay:
+            grad = grad.add(self.flat, alpha=self.weight_decay)
+        self.steps += 1
+        beta1, beta2 = self.betas
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size = self.lr / (1 - beta1**self.steps)
+        denominator = (self.exp_avg_sq.sqrt() / math.sqrt(1 - beta2**self.steps)).add_(self.eps)
+        self.flat.addcdiv_(self.exp_avg, denominator, value=-step_size)
 
 
 _NARROW = 8  # a layer with fewer outputs than this takes the transposed products
@@ -187,11 +235,12 @@ def train_networks(
         group = np.flatnonzero(counts == n)
         gens = [generators[int(k)] for k in group]
         layers = [initial_network(sizes, activation, g) for g in gens]
-        params: list[Tensor] = []
+        stacked: list[Tensor] = []
         for depth in range(len(layers[0])):
-            params.append(torch.stack([lay[depth][0] for lay in layers]).requires_grad_(True))
-            params.append(torch.stack([lay[depth][1] for lay in layers]).unsqueeze(1).requires_grad_(True))
-        optimiser = torch.optim.Adam(params, lr=learning_rate, weight_decay=weight_decay, fused=True)
+            stacked.append(torch.stack([lay[depth][0] for lay in layers]))
+            stacked.append(torch.stack([lay[depth][1] for lay in layers]).unsqueeze(1))
+        optimiser = _FlatAdam(stacked, lr=learning_rate, weight_decay=weight_decay)
+        params = optimiser.params
         rows = torch.from_numpy(np.stack([np.flatnonzero(masks[k]) for k in group])).to(device)  # (G, n), increasing
         steps = math.ceil(int(n) / batch_size)
         buffer = torch.empty(len(group) * min(batch_size, int(n)), x.shape[1], device=device)
@@ -214,7 +263,6 @@ def train_networks(
                 loss = torch.nn.functional.cross_entropy(
                     logits.reshape(-1, logits.shape[-1]), torch.index_select(y, 0, flat), reduction="none"
                 )
-                optimiser.zero_grad(set_to_none=True)
                 # the sum over models of each model's mean: model k's gradient is its own mean's
                 loss.reshape(batch.shape).mean(dim=1).sum().backward()
                 optimiser.step()

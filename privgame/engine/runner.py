@@ -33,7 +33,6 @@ import threading
 import time
 import traceback
 import warnings
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWorkerError is one
@@ -63,6 +62,7 @@ from privgame.engine.plan import (
 from privgame.engine.resources import check_n_jobs
 from privgame.engine.slurm import SlurmCluster
 from privgame.engine.store import ResultsStore, StoreError, describe_trials, writing
+from privgame.engine.tasks import RunsTask, TrialTask, WorkQueue
 from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
 
 __all__ = [
@@ -339,6 +339,7 @@ class _RunsBar:
         self.per_trial = per_trial
         self.pending = {t.index: t for t in pending}
         self.finished = 0
+        self.ahead: dict[int, int] = {}  # trial -> runs its run tasks made
         total = sum(per_trial[t.grid_index] for t in pending)
         self.bar = tqdm(
             total=total,
@@ -352,15 +353,21 @@ class _RunsBar:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._poll, daemon=True)
 
+    def made(self, trial: int, k: int) -> None:
+        """``k`` runs of ``trial`` were made by a task of their own (its trial will read them from the cache)."""
+        self.ahead[trial] = self.ahead.get(trial, 0) + k
+
     def finish(self, trial: int) -> None:
         self.finished += self.per_trial[self.pending[trial].grid_index]
         self.pending.pop(trial)
+        self.ahead.pop(trial, None)
 
     def _poll(self) -> None:
         while not self.stop.wait(0.5):
             running = 0
             for index in list(self.pending):
-                running += self.store.progress_done(index)
+                # the trial's own count reads the runs its tasks made again, from the cache: the larger of the two
+                running += max(self.store.progress_done(index), self.ahead.get(index, 0))
             value = min(self.finished + running, int(self.bar.total or 0))
             if value != self.bar.n:
                 self.bar.n = value
@@ -672,6 +679,73 @@ def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult, skip: 
             return
 
 
+def _separate_runs(job: tuple[Any, ...], n_workers: int) -> int:
+    """The runs of ``job``'s trial the workers may make as tasks of their own: its game's
+    :meth:`~privgame.games._base.Game.separate_runs` when there are workers to share them and a cache to hand the
+    runs over in (``job[4]``), else 0."""
+    point, cache = job[0], job[4]
+    if n_workers < 2 or cache is None:
+        return 0
+    return int(point.game.separate_runs(point.mechanism, point.attack))
+
+
+def _work_queue(jobs: Sequence[tuple[Any, ...]], n_workers: int, skip: _Skip) -> WorkQueue:
+    """The run's tasks (:class:`privgame.engine.tasks.WorkQueue`): batches of each trial's separate runs, sized
+    per grid point from their measured cost, then the trial."""
+    return WorkQueue(
+        jobs,
+        runs=lambda job: _separate_runs(job, n_workers),
+        key=lambda job: job[1].grid_index,
+        limit=lambda job: job[0].game.run_batch(job[0].mechanism, job[0].attack),
+        n_workers=n_workers,
+        skip=skip,
+    )
+
+
+_RUNS_MADE = False  # whether this process made a batch of runs before (its first one is not timed)
+
+
+def _make_runs(point: GridPoint, trial: Trial, runs: range, cache: ArtefactCache | None) -> float | str:
+    """Make ``runs`` of ``trial`` into ``cache`` (one BLAS thread, as a trial): the seconds it took (NaN for the
+    process's first batch, which pays its imports too), or the error (the trial then makes the runs it finds
+    missing itself, and reports the error if it recurs)."""
+    from threadpoolctl import threadpool_limits
+
+    global _RUNS_MADE
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
+            warnings.simplefilter("ignore")  # the trial, which makes any run again if this fails, relays them
+            point.game.make_runs(point.mechanism, point.attack, seed=trial.seed, runs=runs, context=TrialContext(cache))
+    except (Exception, SystemExit) as exc:
+        return _error_text(exc)
+    seconds = time.perf_counter() - start
+    # a process's first batch also pays its imports and data (a second or more): no measure of the runs' cost
+    warm, _RUNS_MADE = _RUNS_MADE, True
+    return seconds if warm else math.nan
+
+
+def _worker_runs(plugins: tuple[str, ...], source: Any, point: GridPoint, trial: Trial, runs: range, cache: Any) -> Any:
+    """:func:`_make_runs` in a worker process, after the plugins and the data source (as :func:`_worker_attempt`)."""
+    try:
+        import_plugins(plugins, source="[experiment] plugins (in a worker)")
+        if source is not None:
+            from privgame.data.files import register_source
+
+            register_source(source, authoritative=True)
+    except (ConfigError, ValueError) as exc:
+        return str(exc)
+    return _make_runs(point, trial, runs, cache)
+
+
+#: called in the parent when a run task made ``k`` runs of trial ``index`` (the runs progress line)
+_OnRuns = Callable[[int, int], None]
+
+
+def _no_runs(index: int, k: int) -> None:
+    return None
+
+
 def _run_local(
     jobs: Sequence[tuple[Any, ...]],
     n_workers: int,
@@ -679,15 +753,18 @@ def _run_local(
     plugins: tuple[str, ...] = (),
     source: Any = None,
     skip: _Skip = _never,
+    on_runs: _OnRuns = _no_runs,
 ) -> None:
     """Run ``jobs`` in the parent and, once that has taken a while, on ``n_workers`` loky processes too (a job
     that ``skip`` says is no longer needed, when its turn comes, is dropped).
 
     Which process plays a trial never changes its numbers (each trial has its own seed), so this only decides
     the time.  The parent plays trials from the start; after :func:`_worker_start_delay` a feeder thread starts
-    the workers, and once one is ready hands them the remaining trials (the parent finishes the trial it is
+    the workers, and once one is ready hands them the remaining work (the parent finishes the trial it is
     playing, then only stores results).  So a run shorter than the workers' start-up never starts them, and no
-    worker waits for the parent's trial in progress.  The feeder thread starts the workers and ends them before
+    worker waits for the parent's trial in progress.  The workers' work is a :class:`WorkQueue`: a trial whose
+    game makes its runs apart (LiRA's models) is handed out as batches of runs, made on any worker into the
+    artefact cache, then the trial, which reads them.  The feeder thread starts the workers and ends them before
     it exits, as ``PR_SET_PDEATHSIG`` ties each worker to the thread that started it.  Every result is stored by
     the calling thread.
     """
@@ -695,7 +772,7 @@ def _run_local(
 
     parent_plays = PARENT_PLAYS_WHILE_WORKERS_START
     delay = _worker_start_delay() if parent_plays else 0.0
-    queue = deque(jobs)  # the trials neither the parent nor a worker has taken yet
+    work = _work_queue(jobs, n_workers, skip)  # the tasks neither the parent nor a worker has taken yet
     lock = threading.Lock()
     ready, stop = threading.Event(), threading.Event()
     # a future, a trial lost with its worker, an error of the feeder's, or None: the feeder is done
@@ -710,6 +787,20 @@ def _run_local(
             env=_worker_env(n_workers),
         )
 
+    def submit(executor: Any, task: RunsTask | TrialTask) -> Future[Any]:
+        job = work.jobs[task.job]
+        if isinstance(task, RunsTask):
+            return executor.submit(_worker_runs, plugins, source, job[0], job[1], task.runs, job[4])
+        return executor.submit(_worker_attempt, plugins, source, *job)
+
+    def runs_done(task: RunsTask, future: Future[Any]) -> None:
+        outcome = future.exception() or future.result()
+        seconds = outcome if isinstance(outcome, float) else None
+        with lock:
+            work.finished(task, seconds)
+        if seconds is not None:
+            on_runs(work.jobs[task.job][1].index, len(task.runs))
+
     def feed() -> None:
         executor = None
         try:
@@ -721,42 +812,49 @@ def _run_local(
                 if stop.wait(0.05):
                     return
             ready.set()
-            in_flight: dict[Future[_Attempt], tuple[Any, ...]] = {}
+            in_flight: dict[Future[Any], RunsTask | TrialTask] = {}
             strikes: dict[int, int] = {}  # trial index -> pools that broke while it was in flight
             while not stop.is_set():
                 with lock:
-                    while queue and len(in_flight) < 2 * n_workers:
-                        job = queue.popleft()
-                        if skip(job):
-                            continue
-                        in_flight[executor.submit(_worker_attempt, plugins, source, *job)] = job
+                    while len(in_flight) < 2 * n_workers and (task := work.take()) is not None:
+                        in_flight[submit(executor, task)] = task
+                    left = len(work)  # jobs not handed out whole: one may wait on runs the parent is making
                 if not in_flight:
-                    return
+                    if not left:
+                        return
+                    stop.wait(0.05)
+                    continue
                 done, _ = wait(set(in_flight), timeout=0.2, return_when=FIRST_COMPLETED)
                 broken = next((f.exception() for f in done if isinstance(f.exception(), BrokenProcessPool)), None)
                 if broken is None:
                     for future in done:
-                        del in_flight[future]
-                        finished.put(future)
+                        task = in_flight.pop(future)
+                        if isinstance(task, RunsTask):
+                            runs_done(task, future)
+                        else:
+                            finished.put(future)
                     continue
-                # a worker died (SIGKILL, out of memory): loky fails every trial in flight with it.  Each of those
-                # gets a strike and is played again on a fresh pool; one that was in flight at two deaths is
-                # recorded as failed, so a trial that kills its worker every time cannot stop the run.  A trial
-                # that finished before the pool broke keeps its result.
+                # a worker died (SIGKILL, out of memory): loky fails every task in flight with it.  Each trial of
+                # those gets a strike and is played again on a fresh pool; one that was in flight at two deaths is
+                # recorded as failed, so a trial that kills its worker every time cannot stop the run.  A task
+                # that finished before the pool broke keeps its result; a run task that broke is only ended (its
+                # trial makes the runs it finds missing).
                 wait(set(in_flight))
-                again = []
-                for future, job in in_flight.items():
+                for future, task in in_flight.items():
+                    if isinstance(task, RunsTask):
+                        runs_done(task, future)
+                        continue
                     if not isinstance(future.exception(), BrokenProcessPool):
                         finished.put(future)
                         continue
+                    job = work.jobs[task.job]
                     strikes[job[1].index] = strikes.get(job[1].index, 0) + 1
                     if strikes[job[1].index] >= _WORKER_DEATHS:
                         finished.put(_worker_lost(job, broken, f"{_WORKER_DEATHS} times"))
                     else:
-                        again.append(job)
+                        with lock:
+                            work.again(task)
                 in_flight.clear()
-                with lock:
-                    queue.extendleft(reversed(again))
                 executor = start_pool()
         except BaseException as exc:  # handed to the calling thread, which raises it
             finished.put(exc)
@@ -770,11 +868,17 @@ def _run_local(
     try:
         while parent_plays and not ready.is_set():
             with lock:
-                job = queue.popleft() if queue else None
-            if job is None:
-                stop.set()  # the parent took every trial: workers are not needed
+                taken = work.take()
+            if taken is None:
+                stop.set()  # the parent took every task: workers are not needed
                 break
-            if skip(job):
+            job = work.jobs[taken.job]
+            if isinstance(taken, RunsTask):
+                made = _make_runs(job[0], job[1], taken.runs, job[4])
+                with lock:
+                    work.finished(taken, made if isinstance(made, float) else None)
+                if isinstance(made, float):
+                    on_runs(job[1].index, len(taken.runs))
                 continue
             if on_result(_attempt(*job)):
                 return
@@ -802,52 +906,100 @@ def _run_dask(
     plugins: tuple[str, ...] = (),
     source: Any = None,
     skip: _Skip = _never,
+    on_runs: _OnRuns = _no_runs,
 ) -> None:
-    """Submit every trial to the Dask scheduler at once and store each as it finishes (cancelling those ``skip``
+    """Submit the run's tasks to the Dask scheduler and store each trial as it finishes (cancelling those ``skip``
     says are no longer needed, after each result).
 
     Straight through ``distributed`` rather than joblib's ``dask`` backend, which runs every trial in the client
     when the cluster has a single thread and keeps only twice the threads present at the start in flight (so
-    workers joining later, as batch jobs do, would get nothing).  A worker lost mid-trial makes the scheduler
-    run that trial again on another worker; the trial's own seed gives the same result.
+    workers joining later, as batch jobs do, would get nothing).  Trials without separate runs are all submitted
+    at once; a trial whose game makes its runs apart is handed out as a :class:`WorkQueue` says (batches of runs,
+    then the trial), at most twice the cluster's threads at a time, so that each batch's size can follow the
+    measured cost of the batches before it.  A worker lost mid-trial makes the scheduler run that trial again on
+    another worker; the trial's own seed gives the same result.
 
     The scheduler blames every trial on a worker that dies, the innocent ones queued beside the one that killed
     it included.  A trial the scheduler gives up on (``KilledWorker``) is therefore played once more after the
-    others, alone on the cluster, and recorded as failed only if its workers die then too.
+    others, alone on the cluster, and recorded as failed only if its workers die then too.  A batch of runs it
+    gives up on is only ended: its trial makes the runs it finds missing.
     """
     import uuid
 
-    killed_worker = _distributed().KilledWorker
+    distributed = _distributed()
+    killed_worker = distributed.KilledWorker
     with _backend(dask, n_workers) as client:
         run = uuid.uuid4().hex[:8]
+        work = _work_queue(jobs, max(n_workers, 2), skip)
+        batched = any(_separate_runs(job, 2) for job in jobs)
+        submitted = [0]
 
-        def submit(job: tuple[Any, ...], attempt: int) -> Any:
-            key = f"privgame-trial-{job[1].index:06d}-{run}-{attempt}"
-            return client.submit(_worker_attempt, plugins, source, *job, key=key, pure=False)
+        def submit(task: RunsTask | TrialTask, attempt: int = 0) -> Any:
+            job = work.jobs[task.job]
+            submitted[0] += 1
+            if isinstance(task, RunsTask):
+                key = f"privgame-runs-{job[1].index:06d}-{task.runs.start}-{run}-{submitted[0]}"
+                args: tuple[Any, ...] = (_worker_runs, plugins, source, job[0], job[1], task.runs, job[4])
+            else:
+                key = f"privgame-trial-{job[1].index:06d}-{run}-{attempt}"
+                args = (_worker_attempt, plugins, source, *job)
+            return client.submit(*args, key=key, pure=False)
 
-        futures = [submit(job, 0) for job in jobs]
+        task_of: dict[str, RunsTask | TrialTask] = {}
+        futures: list[Any] = []
+        pending = distributed.as_completed()
+
+        def fill() -> None:
+            cap = max(2 * sum(client.nthreads().values()), 2) if batched else math.inf
+            while sum(1 for f in futures if not f.done()) < cap and (task := work.take()) is not None:
+                future = submit(task)
+                task_of[future.key] = task
+                futures.append(future)
+                pending.add(future)
+
         suspects: list[tuple[Any, ...]] = []
         try:
-            job_of = {future.key: job for future, job in zip(futures, jobs, strict=True)}
-            for future in _distributed().as_completed(futures):
+            fill()
+            for future in pending:
+                task = task_of[future.key]
                 if future.cancelled():
+                    fill()
+                    continue
+                if isinstance(task, RunsTask):
+                    try:
+                        made = future.result()
+                    except killed_worker:
+                        made = None
+                    future.release()
+                    work.finished(task, made if isinstance(made, float) else None)
+                    if isinstance(made, float):
+                        on_runs(work.jobs[task.job][1].index, len(task.runs))
+                    fill()
                     continue
                 try:
                     attempt = future.result()
                 except killed_worker:  # blamed for a worker's death, maybe only for sharing the culprit's worker
-                    suspects.append(job_of[future.key])
+                    suspects.append(work.jobs[task.job])
                     future.release()
+                    fill()
                     continue
                 future.release()
                 if on_result(attempt):
                     return
-                unneeded = [f for f in futures if not f.done() and skip(job_of[f.key])]
+                unneeded = [
+                    f
+                    for f in futures
+                    if not f.done() and isinstance(task_of[f.key], TrialTask) and skip(work.jobs[task_of[f.key].job])
+                ]
                 if unneeded:
                     client.cancel(unneeded)
+                fill()
             for job in suspects:
                 if skip(job):
                     continue  # alone now: a death is this trial's own doing
-                future = submit(job, 1)
+                future = client.submit(
+                    _worker_attempt, plugins, source, *job, key=f"privgame-trial-{job[1].index:06d}-{run}-1", pure=False
+                )
                 futures.append(future)
                 try:
                     attempt = future.result()
@@ -1014,11 +1166,11 @@ def _run_held(
             skip = sequential.skip if sequential else _never
             if dask is not None:
                 if jobs:
-                    _run_dask(jobs, dask, workers, on_result, config.plugins, config.data_source, skip)
-            elif workers == 1 or len(jobs) <= 1:
+                    _run_dask(jobs, dask, workers, on_result, config.plugins, config.data_source, skip, runs_bar.made)
+            elif workers == 1 or not (len(jobs) > 1 or any(_separate_runs(job, workers) for job in jobs)):
                 _run_in_parent(jobs, on_result, skip)
             else:
-                _run_local(jobs, workers, on_result, config.plugins, config.data_source, skip)
+                _run_local(jobs, workers, on_result, config.plugins, config.data_source, skip, runs_bar.made)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             store.write_results()
@@ -1026,6 +1178,13 @@ def _run_held(
     store.write_results()
     if failed:
         raise TrialsFailed(store.root, failed, len(pending), stopped=fail_fast)
+    stored = store.done()
+    lost = [t.index for t in pending if t.index not in stored and not sequential.stopped(t)]
+    if lost:  # a scheduling bug must not pass for a finished run
+        raise RuntimeError(
+            f"privgame's runner ended without playing {describe_trials(lost)} (a bug: please report it); "
+            "the stored ones are kept, and running the command again plays the others."
+        )
     return store
 
 

@@ -1,0 +1,219 @@
+"""A trial's mechanism runs as tasks of their own: what the runner hands its workers, and how many runs per task.
+
+A game whose trials make many runs of the mechanism (LiRA's M models) says how many it may make apart
+(:meth:`privgame.games._base.Game.separate_runs`).  On several workers the runner then plays such a trial as tasks:
+batches of its runs, each made on whichever worker is free and written to the artefact cache as soon as it is made
+(:meth:`~privgame.games._base.Game.make_runs`), then the trial itself, which reads every run from the cache.  So
+one trial keeps every worker busy, a killed run resumes run by run (the made ones are in the cache), and the
+numbers cannot change: a run is the same whoever makes it and however many are made together (a model trained in
+a batch is, to the bit, the model trained alone: ``tests/mechanisms/training/test_models.py``).
+
+How many runs per task is measured, not fixed (:class:`BatchSizer`): a batch of b runs costs about a + c·b seconds
+(a: what a batched call pays once, such as the per-step work of a batched ensemble; c: each run's own work).  The
+first tasks of a grid point probe sizes 1, 2, 4, …; once two sizes are timed, a and c are fitted by least squares,
+and each later task takes the size that finishes the point's remaining runs soonest on the workers (ties: the
+smaller, which loses less to a kill and balances better), up to the game's memory bound
+(:meth:`~privgame.games._base.Game.run_batch`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BatchSizer", "RunsTask", "TrialTask", "WorkQueue"]
+
+#: how close (relative) to the best predicted finishing time a smaller batch may be and still be preferred
+_TIE = 0.05
+
+
+@dataclass
+class BatchSizer:
+    """How many runs the next task of one grid point makes, from the measured cost of the point's earlier tasks.
+
+    Parameters
+    ----------
+    n_workers : int
+        The workers the tasks share.
+    limit : int
+        The most runs per task (the game's memory bound).
+    """
+
+    n_workers: int
+    limit: int
+    timed: list[tuple[int, float]] = field(default_factory=list)
+    probed: int = 0  # the largest probe size handed out so far
+
+    def observe(self, size: int, seconds: float) -> None:
+        """Record that a task of ``size`` runs took ``seconds`` (measured where it ran)."""
+        if size > 0 and math.isfinite(seconds) and seconds >= 0:
+            self.timed.append((size, seconds))
+
+    def fit(self) -> tuple[float, float] | None:
+        """``(a, c)`` of seconds ≈ a + c·size, by least squares on the timed tasks; ``None`` before two sizes are
+        timed.  Both are kept non-negative (noise can give a negative intercept)."""
+        sizes = {b for b, _ in self.timed}
+        if len(sizes) < 2:
+            return None
+        n = len(self.timed)
+        mean_b = sum(b for b, _ in self.timed) / n
+        mean_t = sum(t for _, t in self.timed) / n
+        var = sum((b - mean_b) ** 2 for b, _ in self.timed)
+        c = max(sum((b - mean_b) * (t - mean_t) for b, t in self.timed) / var, 1e-9)
+        a = max(mean_t - c * mean_b, 0.0)
+        return a, c
+
+    def size(self, remaining: Sequence[int]) -> int:
+        """The size of the next task, given the runs still to hand out of each of the point's trials (the first is
+        the trial the task is for)."""
+        left = remaining[0]
+        fitted = self.fit()
+        if fitted is None:  # probe: 1, 2, 4, ... until two sizes are timed, never more than a worker's share
+            share = max(math.ceil(sum(remaining) / (2 * self.n_workers)), 1)
+            size = 1 if self.probed == 0 else min(2 * self.probed, self.limit, share)
+            self.probed = max(self.probed, size)
+            return max(1, min(size, left))
+        a, c = fitted
+        counts = Counter(r for r in remaining if r > 0)
+        best: list[tuple[float, int]] = []
+        high = min(self.limit, max(remaining))
+        # a ladder of sizes, and the even splits of this trial's runs (k tasks of ⌈left/k⌉: where finishing times drop)
+        splits = {math.ceil(left / k) for k in range(1, min(left, 64) + 1)}
+        for b in sorted(set(_candidates(high)) | {b for b in splits if b <= high}):
+            tasks = sum(math.ceil(r / b) * k for r, k in counts.items())
+            rounds = math.ceil(tasks / self.n_workers)
+            best.append((rounds * (a + c * b), b))
+        fastest = min(t for t, _ in best)
+        size = min(b for t, b in best if t <= fastest * (1 + _TIE))
+        return max(1, min(size, left))
+
+
+def _candidates(high: int) -> list[int]:
+    """Batch sizes to compare: 1..8, then a geometric ladder (ratio ~1.2) up to ``high``, and ``high``."""
+    sizes = set(range(1, min(high, 8) + 1))
+    b = 8.0
+    while b < high:
+        b *= 1.2
+        sizes.add(min(math.ceil(b), high))
+    sizes.add(high)
+    return sorted(sizes)
+
+
+@dataclass(frozen=True, slots=True)
+class RunsTask:
+    """Make the runs ``runs`` of job ``job`` (an index into the queue's jobs)."""
+
+    job: int
+    runs: range
+
+
+@dataclass(frozen=True, slots=True)
+class TrialTask:
+    """Play job ``job``'s trial (its runs, if any, were handed out as :class:`RunsTask`s and are done)."""
+
+    job: int
+
+
+@dataclass
+class _JobState:
+    runs: int  # separate runs of the trial (0: the trial is one task)
+    handed: int = 0  # runs handed out so far (runs [0, handed) are in tasks)
+    in_flight: int = 0  # run tasks handed out and not finished
+    taken: bool = False  # the trial task was handed out
+    dropped: bool = False
+
+
+class WorkQueue:
+    """The run's tasks in order: each job's run tasks, then its trial once they are all done.
+
+    ``take`` hands out the next task that can start: the first job's run tasks, its trial when they are done; and,
+    while the first job waits for its run tasks, the next jobs' tasks (so no worker idles while one trial's last
+    batch is made).  A job that ``skip`` says is no longer needed, when its turn comes, is dropped whole.
+
+    Parameters
+    ----------
+    jobs : sequence
+        The runner's jobs, in the order to play them.
+    runs : callable
+        A job's separate runs (0: none).
+    key : callable
+        A job's batch-sizing group (its grid point): jobs of one key share a :class:`BatchSizer`.
+    limit : callable
+        A job's most runs per task.
+    n_workers : int
+    skip : callable
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[Any],
+        *,
+        runs: Callable[[Any], int],
+        key: Callable[[Any], Hashable],
+        limit: Callable[[Any], int],
+        n_workers: int,
+        skip: Callable[[Any], bool] = lambda job: False,
+    ) -> None:
+        self.jobs = list(jobs)
+        self._state = [_JobState(max(int(runs(job)), 0)) for job in self.jobs]
+        self._key = [key(job) for job in self.jobs]
+        self._sizers: dict[Hashable, BatchSizer] = {}
+        for job, k in zip(self.jobs, self._key, strict=True):
+            if k not in self._sizers:
+                self._sizers[k] = BatchSizer(n_workers=max(n_workers, 1), limit=max(int(limit(job)), 1))
+        self._skip = skip
+        self._next = 0  # jobs before this one are all handed out (or dropped)
+
+    def __len__(self) -> int:
+        """The jobs not yet handed out whole."""
+        return sum(1 for s in self._state[self._next :] if not (s.taken or s.dropped))
+
+    def take(self) -> RunsTask | TrialTask | None:
+        """The next task that can start, or ``None`` when none can now (all handed out, or waiting on runs)."""
+        for j in range(self._next, len(self.jobs)):
+            state = self._state[j]
+            if state.taken or state.dropped:
+                if j == self._next:
+                    self._next += 1
+                continue
+            if state.handed == 0 and state.in_flight == 0 and self._skip(self.jobs[j]):
+                state.dropped = True
+                if j == self._next:
+                    self._next += 1
+                continue
+            if state.handed < state.runs:
+                return self._runs_task(j)
+            if state.in_flight == 0:
+                state.taken = True
+                return TrialTask(j)
+        return None
+
+    def _runs_task(self, j: int) -> RunsTask:
+        state = self._state[j]
+        sizer = self._sizers[self._key[j]]
+        remaining = [state.runs - state.handed] + [
+            s.runs - s.handed
+            for i, s in enumerate(self._state)
+            if i != j and self._key[i] == self._key[j] and not (s.taken or s.dropped)
+        ]
+        size = sizer.size(remaining)
+        task = RunsTask(j, range(state.handed, state.handed + size))
+        state.handed += size
+        state.in_flight += 1
+        return task
+
+    def finished(self, task: RunsTask, seconds: float | None) -> None:
+        """A run task ended: ``seconds`` it took where it ran, or ``None`` when it failed (its trial then makes
+        the runs it finds missing, and reports the error)."""
+        self._state[task.job].in_flight -= 1
+        if seconds is not None:
+            self._sizers[self._key[task.job]].observe(len(task.runs), seconds)
+
+    def again(self, task: TrialTask) -> None:
+        """Hand the trial task out again (its worker died under it).  A run task whose worker died is only
+        :meth:`finished` without a time: its trial makes the runs it finds missing."""
+        self._state[task.job].taken = False
+        self._next = min(self._next, task.job)
