@@ -61,6 +61,16 @@ class Attack(ABC):
         """Learn from the adversary's knowledge; the default has nothing to learn and returns ``self``."""
         return self
 
+    #: whether ``fit`` builds ``n_shadows`` shadow tables through :func:`privgame.attacks.shadow.shadow_features`
+    #: from stream 0 of :func:`~privgame.attacks.shadow.attack_streams` (shadow ``i`` is then
+    #: :func:`~privgame.attacks.shadow.shadow_dataset` ``i``, whatever else the attack does), so that a game can make
+    #: those runs apart, before the fit reads them from the cache (:meth:`shadow_runs`)
+    shadow_tables: ClassVar[bool] = False
+
+    def shadow_runs(self) -> int:
+        """How many shadow releases ``fit`` makes as :attr:`shadow_tables` says (0: none a game may make apart)."""
+        return int(getattr(self, "n_shadows", 0)) if self.shadow_tables else 0
+
     def memory_bytes(self, n_releases: int, n_columns: int) -> int:
         """Estimated peak memory in bytes of fitting on ``n_releases`` shadow releases of ``n_columns`` columns.
 

@@ -71,6 +71,7 @@ class DensityRatio(Attack):
     """
 
     name: ClassVar[str] = "density-ratio"
+    shadow_tables: ClassVar[bool] = True
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     needs: ClassVar[str] = "auxiliary"
 

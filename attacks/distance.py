@@ -81,6 +81,7 @@ class ClosestDistance(Attack):
     """
 
     name: ClassVar[str] = "closest-distance"
+    shadow_tables: ClassVar[bool] = True
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     needs: ClassVar[str] = "auxiliary"
 
@@ -119,6 +120,7 @@ class ExactCopies(Attack):
     """
 
     name: ClassVar[str] = "exact-copies"
+    shadow_tables: ClassVar[bool] = True
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     needs: ClassVar[str] = "auxiliary"
 

@@ -84,6 +84,7 @@ class Ensemble(Attack):
     """
 
     name: ClassVar[str] = "ensemble"
+    shadow_tables: ClassVar[bool] = True
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     needs: ClassVar[str] = "auxiliary"
 

@@ -78,6 +78,7 @@ class Groundhog(Attack):
     """
 
     name: ClassVar[str] = "groundhog"
+    shadow_tables: ClassVar[bool] = True
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     needs: ClassVar[str] = "auxiliary"
 

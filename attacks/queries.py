@@ -141,6 +141,7 @@ class CountingQueries(Attack):
     """
 
     name: ClassVar[str] = "tapas-queries"
+    shadow_tables: ClassVar[bool] = True
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     needs: ClassVar[str] = "auxiliary"
 

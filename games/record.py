@@ -394,6 +394,59 @@ class _RecordGameBase(Game):
     def mechanism_runs(self, attack: Attack) -> int:
         return int(getattr(attack, "n_shadows", 0)) + self.rounds * len(self.played())
 
+    def separate_runs(self, mechanism: Mechanism, attack: Attack) -> int:
+        """The attack's shadow tables (where it builds them the shared way, :attr:`Attack.shadow_tables`; tables
+        only), then each played game's rounds, in the order :meth:`play` makes them."""
+        shadows = attack.shadow_runs() if mechanism.input_kind == "table" else 0
+        return shadows + self.rounds * len(self.played())
+
+    def run_batch(self, mechanism: Mechanism, attack: Attack) -> int:
+        """As many runs as :meth:`play` makes in one call (a chunk of rounds)."""
+        return _CHUNK
+
+    def make_runs(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        runs: range,
+        context: TrialContext,
+    ) -> None:
+        """Make the runs ``runs`` into the artefact cache: run i < S is the attack's shadow i (S =
+        :meth:`Attack.shadow_runs`; the fit builds it from its stream 0 as
+        :func:`privgame.attacks.shadow.shadow_dataset` i), and the others the rounds of each played game in turn,
+        with the inputs and seeds :meth:`play` gives them."""
+        from privgame.attacks.shadow import attack_streams, shadow_dataset
+
+        total = self.separate_runs(mechanism, attack)
+        if not runs or runs.start < 0 or runs.stop > total or runs.step != 1:
+            raise ValueError(f"runs must be a non-empty range of run indices in [0, {total}), got {runs!r}.")
+        setup = self.setup(seed)
+        target = int(setup.targets[repetition_of(seed)])
+        entropy = _entropy(seed)
+        shadows = total - self.rounds * len(self.played())
+        inputs: list[Any] = []
+        seeds: list[np.random.SeedSequence] = []
+        if runs.start < shadows:
+            knowledge = self.knowledge_for(setup, target, mechanism, context)
+            # the first draw of the generator the game hands the attack's fit: its shadows' stream
+            (stream,) = attack_streams(_opaque_rng(keyed_seed(entropy, _TAG_ATTACK, target)), 1)
+            for i in range(runs.start, min(runs.stop, shadows)):
+                data, _, release = shadow_dataset(knowledge, i, seed=stream)
+                inputs.append(data)
+                seeds.append(release)
+        first = shadows
+        for game in (g for g in GAMES_PLAYED if g in self.played()):
+            low, high = max(runs.start - first, 0), min(runs.stop - first, self.rounds)
+            if low < high:
+                _, plans = self._worlds(game, setup, target, entropy)
+                for ids, release_seed, _ in itertools.islice(plans, low, high):
+                    inputs.append(self._input(mechanism, setup, ids))
+                    seeds.append(release_seed)
+            first += self.rounds
+        cached_release_many(mechanism, inputs, seeds=seeds, cache=context.cache, progress=context.progress)
+
     def trial_bytes(self, mechanism: Mechanism, attack: Attack) -> int:
         """The attack's features of every shadow and round table, plus one generator run on the released rows;
         for a trained model, the models of one call too (a chunk of rounds, or a target's shadows)."""

@@ -601,3 +601,56 @@ def test_the_summary_bound_is_the_largest_per_record_bound_at_beta_over_m():
                 seed = _split_seed(int(o.arrays["record"][0]), code)
                 again.append(_record_bound(o.scores[part], o.membership[part], 1 - beta_m, 0.0, seed))
             assert summary[f"epsilon_lb_{suffix}"] == max(again)
+
+
+# -- the runs as tasks (privgame.engine.tasks) -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "game_class, attack",
+    [
+        (RecordGames, ClosestDistance(n_shadows=20)),
+        (TraditionalRecordGame, CountingQueries(n_shadows=20, n_estimators=10)),
+        (ModelSeededRecordGame, ExactCopies(n_shadows=20)),
+    ],
+)
+def test_runs_made_apart_in_any_pieces_are_every_run_play_makes(tmp_path, game_class, attack):
+    log = tmp_path / "calls.log"
+    game = game_class(**{**SMALL, "vulnerable_targets": 1, "random_targets": 0})
+    mechanism = CopyTable(log=str(log))
+    total = game.separate_runs(mechanism, attack)
+    assert total == 20 + 40 * len(game.played()) == game.mechanism_runs(attack)
+    cache = ArtefactCache(tmp_path / "cache")
+    for runs in (range(0, 7), range(7, 30), range(30, total)):  # pieces across the shadows and the games' rounds
+        game.make_runs(mechanism, attack, seed=SEED, runs=runs, context=TrialContext(cache=cache))
+    assert len(log.read_text().split()) == total
+    _, rows = _play(game, CopyTable(log=str(log)), attack, cache=cache)
+    assert len(log.read_text().split()) == total  # the trial made none again: every run it needs was made apart
+    _, fresh = _play(game, CopyTable(), attack, cache=None)
+    assert rows == fresh
+
+
+def test_separate_runs_leave_out_shadows_of_a_model_and_of_an_attack_that_builds_its_own():
+    from privgame.attacks.lira import LiRA
+    from privgame.mechanisms.training import LogisticRegressionClassifier
+
+    game = RecordGames(**SMALL)
+    assert game.separate_runs(LogisticRegressionClassifier(), ClosestDistance(n_shadows=20)) == 80  # rounds only
+    assert game.separate_runs(CopyTable(), LiRA(n_shadows=16)) == 80  # LiRA's shadows are its own models
+    with pytest.raises(ValueError, match=r"runs must be a non-empty range of run indices in \[0, 100\)"):
+        game.make_runs(
+            CopyTable(), ClosestDistance(n_shadows=20), seed=SEED, runs=range(90, 101), context=TrialContext()
+        )
+
+
+def test_a_record_game_s_runs_are_tasks_on_two_workers_with_the_records_of_one_process(tmp_path, monkeypatch):
+    from privgame.engine import runner, tasks
+
+    monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)
+    ended: list[tasks.RunsTask] = []
+    original = tasks.WorkQueue.finished
+    monkeypatch.setattr(tasks.WorkQueue, "finished", lambda self, t, s: (ended.append(t), original(self, t, s))[1])
+    config = load_config(_quick_config(tmp_path, tmp_path / "log"))
+    alone = run_experiment(config, tmp_path / "alone", n_jobs=1, progress=False)
+    spread = run_experiment(config, tmp_path / "spread", n_jobs=2, progress=False, cache=ArtefactCache(tmp_path / "c"))
+    assert sorted((t.job, k) for t in ended for k in t.runs) == [(j, k) for j in range(2) for k in range(60)]
+    pd.testing.assert_frame_equal(alone.records(), spread.records())
+    pd.testing.assert_frame_equal(alone.rows().pipe(drop_timings), spread.rows().pipe(drop_timings))
