@@ -2,7 +2,7 @@
 
 Usage::
 
-    privgame run CONFIG.toml --out DIR [--n-jobs N] [--repetitions N] [--force] [--no-progress]
+    privgame run CONFIG.toml --out DIR [--n-jobs N] [--gpus all|I,J,...] [--repetitions N] [--force] [--no-progress]
                  [--dask-scheduler ADDRESS|local [--dask-timeout SECONDS] [--dask-dashboard]]
                  [--cluster slurm [--slurm-queue P] [--slurm-cores N] [--slurm-memory SIZE] [--slurm-walltime T]
                   [--slurm-gpus N] [--slurm-jobs N] [--slurm-directive OPTION ...] [--slurm-interface IFACE]]
@@ -79,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="experiment config (TOML)")
     run.add_argument("--out", required=True, help="results directory (resumed if it holds this config)")
     run.add_argument("--n-jobs", type=int, default=1, help="parallel workers; -1 = all cores (default 1)")
+    run.add_argument(
+        "--gpus",
+        metavar="all|I,J,...",
+        help="pin each process that plays trials to one of these CUDA GPUs, round-robin (mechanisms with device "
+        "'cuda' or 'auto' train there; docs/cluster.md); with --cluster slurm, the jobs' GPUs (--slurm-gpus) are "
+        "shared so without it",
+    )
     run.add_argument("--force", action="store_true", help="delete results of a different config in --out")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first trial that fails")
@@ -328,6 +335,28 @@ def _slurm_cluster(args: argparse.Namespace) -> SlurmCluster | None:
     return SlurmCluster(**given)
 
 
+def _worker_devices(args: argparse.Namespace, config: Any, slurm: SlurmCluster | None) -> Any:
+    """The :class:`~privgame.engine.devices.WorkerDevices` of ``--gpus`` (checked against this machine's GPUs and
+    their memory), or of ``--slurm-gpus`` (every job's GPUs, shared by its workers); ``None`` without either."""
+    import uuid
+
+    from privgame.engine.devices import WorkerDevices, check_gpus, parse_gpus
+
+    if slurm is not None:
+        if args.gpus is not None:
+            raise ValueError("--gpus pins local workers; on Slurm each job's --slurm-gpus are shared by its workers.")
+        return WorkerDevices(None, uuid.uuid4().hex[:12]) if slurm.gpus else None
+    if args.gpus is None:
+        return None
+    gpus = parse_gpus(args.gpus)
+    if args.dask_scheduler is not None and args.dask_scheduler != "local":
+        return WorkerDevices(gpus, uuid.uuid4().hex[:12])  # the cluster's machines, not this one: checked there
+    workers = max(args.n_jobs if args.n_jobs != -1 else (os.cpu_count() or 1), 1)
+    largest = max((p.game.trial_bytes(p.mechanism, p.attack) for p in config.grid), default=0)
+    check_gpus(gpus, workers, largest)
+    return WorkerDevices(gpus, uuid.uuid4().hex[:12])
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from privgame.core.outputs import check_output_directory
     from privgame.engine.config import load_config, read_config_bytes
@@ -350,6 +379,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, config_bytes, repetitions=args.repetitions)
     if args.dry_run:
         return _dry_run(config, args, slurm)
+    devices = _worker_devices(args, config, slurm)
     check_output_directory(args.out, what="--out", reads=config_reads(args.config, config), clears=args.force)
     from privgame.engine.store import ResultsStore
 
@@ -374,6 +404,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             dask_scheduler=dask,
             cache=cache,
             fail_fast=args.fail_fast,
+            devices=devices,
         )
     except TrialsFailed as exc:
         print(f"privgame: {printable(str(exc))}", file=sys.stderr)

@@ -49,6 +49,7 @@ from privgame.core.cache import ArtefactCache
 from privgame.core.outputs import output_directory_problem
 from privgame.engine._text import printable
 from privgame.engine.config import ConfigError, ExperimentConfig, GridPoint, import_plugins
+from privgame.engine.devices import WorkerDevices
 from privgame.engine.plan import (
     Trial,
     analytic_epsilon,
@@ -262,24 +263,44 @@ def _worker_lost(job: tuple[Any, ...], exc: BaseException, what: str) -> _Attemp
     return _job_failed(job, error, exc)
 
 
-def _worker_attempt(plugins: tuple[str, ...], source: Any, *job: Any) -> _Attempt:
-    """:func:`_attempt` in a worker process (loky or Dask), after importing the config's plugins there and putting
-    its ``[data]`` file's data set (``source``, a :class:`privgame.data.files.FileSource`, or None) in the
-    catalogue.
+@dataclass(frozen=True, slots=True)
+class _WorkerSetup:
+    """What a worker process needs before its first task: the config's plugins, its ``[data]`` file's data set
+    (a :class:`privgame.data.files.FileSource`, or None) and the GPUs it may be pinned to (or None)."""
+
+    plugins: tuple[str, ...] = ()
+    source: Any = None
+    devices: WorkerDevices | None = None
+
+
+def _prepare_worker(setup: _WorkerSetup) -> str | None:
+    """Import the plugins, register the data source and pin the GPU in this worker (each once per process): None,
+    or why the worker cannot play the config's trials.
 
     Unpickling a trial imports only the modules its components' classes live in; a plugin whose effect is a
     registration (a data set, a patched table, a component another module names) would be missing in a worker and
-    present in the parent.  The imports are cached per process, so only a worker's first trial pays for them.  A
-    plugin that cannot be imported in the worker fails the job's trials with the reason (as in the parent).
+    present in the parent.  The imports are cached per process, so only a worker's first task pays for them.
     """
     try:
-        import_plugins(plugins, source="[experiment] plugins (in a worker)")
-        if source is not None:
+        import_plugins(setup.plugins, source="[experiment] plugins (in a worker)")
+        if setup.source is not None:
             from privgame.data.files import register_source
 
-            register_source(source, authoritative=True)  # the parent checked the name; an old run's entry yields
-    except (ConfigError, ValueError) as exc:
-        return _job_failed(job, str(exc), exc)
+            register_source(setup.source, authoritative=True)  # the parent checked the name; an old run's entry yields
+        if setup.devices is not None:
+            setup.devices.pin()
+    except (ConfigError, ValueError, RuntimeError) as exc:
+        return str(exc)
+    return None
+
+
+def _worker_attempt(setup: _WorkerSetup, *job: Any) -> _Attempt:
+    """:func:`_attempt` in a worker process (loky or Dask), after :func:`_prepare_worker`; a worker that cannot
+    be prepared (a plugin that cannot be imported there, a GPU it cannot have) fails the job's trials with the
+    reason (as in the parent)."""
+    problem = _prepare_worker(setup)
+    if problem is not None:
+        return _job_failed(job, problem, RuntimeError(problem))
     return _attempt(*job)
 
 
@@ -725,17 +746,10 @@ def _make_runs(point: GridPoint, trial: Trial, runs: range, cache: ArtefactCache
     return seconds if warm else math.nan
 
 
-def _worker_runs(plugins: tuple[str, ...], source: Any, point: GridPoint, trial: Trial, runs: range, cache: Any) -> Any:
-    """:func:`_make_runs` in a worker process, after the plugins and the data source (as :func:`_worker_attempt`)."""
-    try:
-        import_plugins(plugins, source="[experiment] plugins (in a worker)")
-        if source is not None:
-            from privgame.data.files import register_source
-
-            register_source(source, authoritative=True)
-    except (ConfigError, ValueError) as exc:
-        return str(exc)
-    return _make_runs(point, trial, runs, cache)
+def _worker_runs(setup: _WorkerSetup, point: GridPoint, trial: Trial, runs: range, cache: Any) -> Any:
+    """:func:`_make_runs` in a worker process, after :func:`_prepare_worker` (its problem, if any, is returned as
+    the error: the trial then meets it itself)."""
+    return _prepare_worker(setup) or _make_runs(point, trial, runs, cache)
 
 
 #: called in the parent when a run task made ``k`` runs of trial ``index`` (the runs progress line)
@@ -750,8 +764,7 @@ def _run_local(
     jobs: Sequence[tuple[Any, ...]],
     n_workers: int,
     on_result: _OnResult,
-    plugins: tuple[str, ...] = (),
-    source: Any = None,
+    setup: _WorkerSetup = _WorkerSetup(),
     skip: _Skip = _never,
     on_runs: _OnRuns = _no_runs,
 ) -> None:
@@ -783,15 +796,15 @@ def _run_local(
             max_workers=n_workers,
             timeout=300,
             initializer=_init_worker,
-            initargs=(os.getpid(), plugins),
+            initargs=(os.getpid(), setup.plugins),
             env=_worker_env(n_workers),
         )
 
     def submit(executor: Any, task: RunsTask | TrialTask) -> Future[Any]:
         job = work.jobs[task.job]
         if isinstance(task, RunsTask):
-            return executor.submit(_worker_runs, plugins, source, job[0], job[1], task.runs, job[4])
-        return executor.submit(_worker_attempt, plugins, source, *job)
+            return executor.submit(_worker_runs, setup, job[0], job[1], task.runs, job[4])
+        return executor.submit(_worker_attempt, setup, *job)
 
     def runs_done(task: RunsTask, future: Future[Any]) -> None:
         outcome = future.exception() or future.result()
@@ -903,8 +916,7 @@ def _run_dask(
     dask: DaskScheduler | SlurmCluster,
     n_workers: int,
     on_result: _OnResult,
-    plugins: tuple[str, ...] = (),
-    source: Any = None,
+    setup: _WorkerSetup = _WorkerSetup(),
     skip: _Skip = _never,
     on_runs: _OnRuns = _no_runs,
 ) -> None:
@@ -939,10 +951,10 @@ def _run_dask(
             submitted[0] += 1
             if isinstance(task, RunsTask):
                 key = f"privgame-runs-{job[1].index:06d}-{task.runs.start}-{run}-{submitted[0]}"
-                args: tuple[Any, ...] = (_worker_runs, plugins, source, job[0], job[1], task.runs, job[4])
+                args: tuple[Any, ...] = (_worker_runs, setup, job[0], job[1], task.runs, job[4])
             else:
                 key = f"privgame-trial-{job[1].index:06d}-{run}-{attempt}"
-                args = (_worker_attempt, plugins, source, *job)
+                args = (_worker_attempt, setup, *job)
             return client.submit(*args, key=key, pure=False)
 
         task_of: dict[str, RunsTask | TrialTask] = {}
@@ -998,7 +1010,7 @@ def _run_dask(
                 if skip(job):
                     continue  # alone now: a death is this trial's own doing
                 future = client.submit(
-                    _worker_attempt, plugins, source, *job, key=f"privgame-trial-{job[1].index:06d}-{run}-1", pure=False
+                    _worker_attempt, setup, *job, key=f"privgame-trial-{job[1].index:06d}-{run}-1", pure=False
                 )
                 futures.append(future)
                 try:
@@ -1046,6 +1058,7 @@ def run_experiment(
     dask_scheduler: str | DaskScheduler | SlurmCluster | None = None,
     cache: ArtefactCache | None = None,
     fail_fast: bool = False,
+    devices: WorkerDevices | None = None,
 ) -> ResultsStore:
     """Run (or resume) every trial of ``config`` into the results directory ``out``.
 
@@ -1076,6 +1089,9 @@ def run_experiment(
         Cached artefacts equal recomputed ones, so it never changes a number, only the time.
     fail_fast : bool, default=False
         Stop at the first trial that fails instead of running the others.
+    devices : WorkerDevices or None, default=None
+        The GPUs to pin the processes that play trials to, one each, round-robin (``--gpus``,
+        :mod:`privgame.engine.devices`); ``None``: no pinning (mechanisms train where their ``device`` says).
 
     Returns
     -------
@@ -1097,7 +1113,7 @@ def run_experiment(
     dask = _dask_scheduler(dask_scheduler)  # a malformed or dead address fails here, before any directory is made
     _check_reachable(dask)
     with writing(out):  # one writer at a time: a second run into ``out`` is refused while this one holds it
-        return _run_held(config, out, config_bytes, n_jobs, force, progress, dask, cache, fail_fast)
+        return _run_held(config, out, config_bytes, n_jobs, force, progress, dask, cache, fail_fast, devices)
 
 
 def _run_held(
@@ -1110,6 +1126,7 @@ def _run_held(
     dask: DaskScheduler | SlurmCluster | None,
     cache: ArtefactCache | None,
     fail_fast: bool,
+    devices: WorkerDevices | None = None,
 ) -> ResultsStore:
     """:func:`run_experiment` once ``out`` is held."""
     # config -> experiment -> store -> trials -> rows: one line, no step reads back an earlier one's output
@@ -1161,16 +1178,19 @@ def _run_held(
         return fail_fast and any(one.failure is not None for one in attempt.each())
 
     workers = _workers(n_jobs)
+    setup = _WorkerSetup(config.plugins, config.data_source, devices)
+    if devices is not None and dask is None:
+        devices.pin()  # the parent plays trials too: it takes a slot (and a GPU) as a worker does
     try:
         with bar, runs_bar:
             skip = sequential.skip if sequential else _never
             if dask is not None:
                 if jobs:
-                    _run_dask(jobs, dask, workers, on_result, config.plugins, config.data_source, skip, runs_bar.made)
+                    _run_dask(jobs, dask, workers, on_result, setup, skip, runs_bar.made)
             elif workers == 1 or not (len(jobs) > 1 or any(_separate_runs(job, workers) for job in jobs)):
                 _run_in_parent(jobs, on_result, skip)
             else:
-                _run_local(jobs, workers, on_result, config.plugins, config.data_source, skip, runs_bar.made)
+                _run_local(jobs, workers, on_result, setup, skip, runs_bar.made)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             store.write_results()

@@ -543,7 +543,7 @@ def test_every_worker_imports_the_configs_plugins(write_config, tmp_path, monkey
 def test_a_plugin_a_worker_cannot_import_fails_its_trials_with_the_reason(tmp_path):
     """In a worker, a plugin that does not import fails each of the job's trials with the import error."""
     job = _jobs_of_a_tiny_config(tmp_path)[0]
-    attempt = runner._worker_attempt(("no_such_plugin_module_xyz",), None, *job)
+    attempt = runner._worker_attempt(runner._WorkerSetup(("no_such_plugin_module_xyz",)), *job)
     assert attempt.failure is not None
     assert "cannot import 'no_such_plugin_module_xyz'" in attempt.failure["error"]
     assert "(in a worker)" in attempt.failure["error"]
