@@ -195,6 +195,27 @@ def test_lira_on_slurm_jobs_equals_the_local_run(slurm, tmp_path, monkeypatch, c
 
 
 @pytest.mark.slow
+def test_lira_models_as_tasks_on_slurm_jobs_equal_the_local_run(slurm, tmp_path, monkeypatch):
+    """With a cache the jobs share (one machine here; a shared file system on a cluster), each trial's 8 models are
+    batches made on either Slurm worker, then the trial, which reads them: the rows of one local process."""
+    from privgame.engine import tasks
+
+    monkeypatch.chdir(tmp_path)
+    ended: list[tasks.RunsTask] = []
+    original = tasks.WorkQueue.finished
+    monkeypatch.setattr(tasks.WorkQueue, "finished", lambda self, t, s: (ended.append(t), original(self, t, s))[1])
+    config = tmp_path / "lira.toml"
+    config.write_text(LIRA)
+    run = ["run", str(config), "--no-progress"]
+    assert main([*run, "--out", "local", "--no-cache"]) == 0
+    slurm_options = ["--cluster", "slurm", "--slurm-jobs", "2", "--slurm-memory", "1GB", "--slurm-walltime", "00:10:00"]
+    assert main([*run, "--out", "on-slurm", "--cache-dir", str(tmp_path / "shared-cache"), *slurm_options]) == 0
+    assert sorted((t.job, k) for t in ended for k in t.runs) == [(j, k) for j in range(6) for k in range(8)]
+    _same_results(tmp_path / "local", tmp_path / "on-slurm", 6)
+    assert len(list((tmp_path / "shared-cache").glob("v1/arrays/*/*.npz"))) == 6 * 8
+
+
+@pytest.mark.slow
 def test_worker_jobs_cancelled_mid_run_are_replaced_and_lose_nothing(slurm, tmp_path, monkeypatch):
     """Both worker jobs are cancelled (as pre-emption does) once their workers have joined and taken the first
     trials: those trials run on the jobs submitted in their place, and the results are the local run's."""
