@@ -16,6 +16,7 @@ from privgame.attacks._base import Attack
 from privgame.data.canaries import canary_data, canary_incompatibility, canary_trial_bytes, check_canary_parameters
 from privgame.games._base import AnalysisSettings, Game, TrialContext, TrialOutcome, role_seeds
 from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.cached import cached_release_many
 
 __all__ = ["MultiRunGame"]
 
@@ -94,19 +95,12 @@ class MultiRunGame(Game):
         once, and their scores."""
         return self.runs * (64 + canary_trial_bytes(mechanism, 1, data=self.data, train_rows=self.train_rows))
 
-    def play(
-        self,
-        mechanism: Mechanism,
-        attack: Attack,
-        *,
-        seed: np.random.SeedSequence,
-        context: TrialContext | None = None,
-    ) -> TrialOutcome:
+    def _runs(self, mechanism: Mechanism, seed: np.random.SeedSequence) -> tuple[np.ndarray, list[Any], list[Any]]:
+        """The trial's membership bits, each run's input and each run's seed."""
         seeds = role_seeds(seed, _N_ROLES)
         membership = np.zeros(self.runs, dtype=bool)
         membership[: (self.runs + 1) // 2] = True
         np.random.default_rng(seeds[_MEMBERSHIP]).shuffle(membership)
-        rngs = [np.random.default_rng(s) for s in seeds[_MECHANISM].spawn(self.runs)]
         bits = [np.array([bit]) for bit in membership]
         if mechanism.input_kind == "canary-dataset" and self.data is not None:
             first = canary_data(
@@ -115,7 +109,50 @@ class MultiRunGame(Game):
             data: list[Any] = [first.with_membership(b) for b in bits]
         else:
             data = list(bits)
-        releases = mechanism.release_runs(data, rngs=rngs)
+        return membership, data, seeds[_MECHANISM].spawn(self.runs)
+
+    def separate_runs(self, mechanism: Mechanism, attack: Attack) -> int:
+        """Every run, for a DP-SGD canary mechanism whose releases the cache keeps (``caches_canary_release``: a
+        model trained per run); none for the cheap mechanisms on bits, which a task would only slow down."""
+        cached = getattr(mechanism, "caches_canary_release", False) and mechanism.input_kind == "canary-dataset"
+        return self.runs if cached and self.data is not None else 0
+
+    def run_batch(self, mechanism: Mechanism, attack: Attack) -> int:
+        """``runs``: the trial trains them all in one batched call anyway (its memory estimate holds them)."""
+        return self.runs
+
+    def make_runs(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        runs: range,
+        context: TrialContext,
+    ) -> None:
+        """Make the runs ``runs`` into the artefact cache, in one batched call (:meth:`play` reads them there)."""
+        total = self.separate_runs(mechanism, attack)
+        if not runs or runs.start < 0 or runs.stop > total or runs.step != 1:
+            raise ValueError(f"runs must be a non-empty range of run indices in [0, {total}), got {runs!r}.")
+        _, data, seeds = self._runs(mechanism, seed)
+        part = slice(runs.start, runs.stop)
+        cached_release_many(mechanism, data[part], seeds=seeds[part], cache=context.cache)
+
+    def play(
+        self,
+        mechanism: Mechanism,
+        attack: Attack,
+        *,
+        seed: np.random.SeedSequence,
+        context: TrialContext | None = None,
+    ) -> TrialOutcome:
+        membership, data, run_seeds = self._runs(mechanism, seed)
+        seeds = role_seeds(seed, _N_ROLES)
+        cache = None if context is None else context.cache
+        if self.separate_runs(mechanism, attack):  # through the cache: runs made apart are read, not trained again
+            releases = cached_release_many(mechanism, data, seeds=run_seeds, cache=cache)
+        else:
+            releases = mechanism.release_runs(data, rngs=[np.random.default_rng(s) for s in run_seeds])
         fitted = attack.fit(None, rng=np.random.default_rng(seeds[_ATTACK_FIT]))
         target = np.zeros(1, dtype=np.intp)
         scores = np.array([fitted.score(release, target)[0] for release in releases], dtype=np.float64)

@@ -6,7 +6,9 @@ the seed's entropy and spawn key), and that is its key in :class:`privgame.core.
 Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; trained models
 (``release_kind == "model"`` on a :class:`privgame.mechanisms.training.data.TrainingData`) as the npz of their arrays
 (:meth:`privgame.mechanisms.training.release.ModelRelease.to_arrays`, decoded by
-:func:`privgame.mechanisms.training.release.decode_release`); other releases are recomputed every time.  Shadow
+:func:`privgame.mechanisms.training.release.decode_release`); a DP-SGD canary mechanism's per-canary values on a
+:class:`~privgame.mechanisms.training.canaries.CanaryData` (mechanisms that say ``caches_canary_release``: the
+multi-run game's runs) as one float64 vector; other releases are recomputed every time.  Shadow
 modelling (``attacks/``) and the record games (``games/record.py``) both go through these functions, so a killed
 run resumes without repeating a finished generator run, and two games on the same target share their shadows.
 """
@@ -22,6 +24,7 @@ import pandas as pd
 
 from privgame.core.cache import ArtefactCache, code_fingerprint, content_hash, make_key, privgame_version, seed_identity
 from privgame.mechanisms._base import Mechanism
+from privgame.mechanisms.training.canaries import CanaryData
 from privgame.mechanisms.training.data import TrainingData
 from privgame.mechanisms.training.release import ModelRelease, decode_release
 
@@ -49,6 +52,21 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
         extra = getattr(mechanism, "cache_inputs", None)
         if callable(extra):
             content.update(extra(data))
+        modules = getattr(mechanism, "cache_code", None)
+        if callable(modules):
+            code += [code_fingerprint(m) for m in modules()]
+    elif (
+        mechanism.release_kind == "per-canary-values"
+        and getattr(mechanism, "caches_canary_release", False)
+        and isinstance(data, CanaryData)
+    ):
+        # a DP-SGD canary run (the multi-run game's): the dpsgd package, the rows, the canaries and their bits
+        code = [code_fingerprint(type(mechanism).__module__), code_fingerprint("privgame.mechanisms.training.data")]
+        content = {
+            "pool": data.rows.pool_hash,
+            "membership": content_hash(data.membership),
+            "canaries": None if data.canary_x is None else [content_hash(data.canary_x), content_hash(data.canary_y)],
+        }
         modules = getattr(mechanism, "cache_code", None)
         if callable(modules):
             code += [code_fingerprint(m) for m in modules()]
@@ -81,7 +99,17 @@ def _named(value: Any) -> set[str]:
     return found
 
 
+def _values(arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+    """A cached per-canary-values release: its one float64 vector (anything else is a damaged entry)."""
+    values = arrays.get("values")
+    if set(arrays) != {"values"} or values is None or values.dtype != np.float64 or values.ndim != 1:
+        raise ValueError("not a per-canary-values release")
+    return values
+
+
 def _get(cache: ArtefactCache, mechanism: Mechanism, key: str) -> Any | None:
+    if mechanism.release_kind == "per-canary-values":
+        return cache.get_arrays(key, decode=_values)
     if mechanism.release_kind == "model":
         # decoded inside the cache's damage handling: an entry that is no release of this mechanism, or that names
         # code its mechanism does not (a user model's factory rewritten to another), is a damaged entry,
@@ -139,6 +167,8 @@ def _store(cache: ArtefactCache | None, key: str | None, release: Any) -> Any:
     if cache is not None and key is not None:
         if isinstance(release, ModelRelease):
             cache.put_arrays(key, release.to_arrays())
+        elif isinstance(release, np.ndarray):
+            cache.put_arrays(key, {"values": release})
         else:
             cache.put_table(key, release)
     return release

@@ -271,6 +271,9 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
     name: ClassVar[str] = "dpsgd-whitebox"
     input_kind: ClassVar[str] = "canary-dataset"
     release_kind: ClassVar[str] = "per-canary-values"
+    #: a release (a float64 vector) is cached by content (:mod:`privgame.mechanisms.cached`): all of its code is the
+    #: dpsgd package and, for a model by factory path, the factory's module (:meth:`cache_code`)
+    caches_canary_release: ClassVar[bool] = True
     canary_examples: ClassVar[bool] = False
     # each canary: its own coordinate, its own Poisson draws and noise, untouched by the data (see Notes)
     canary_dependence: ClassVar[str | None] = None
@@ -300,6 +303,10 @@ class DPSGDWhiteBox(DPSGDParameters, CanaryMechanism):
                 "normalisation = 'realised' needs the real batch beside the canaries: use canary_layout 'dense' or "
                 "'reserved', got 'separate'."
             )
+
+    def cache_code(self) -> tuple[str, ...]:
+        """The module of a model given by factory path (``model``): its source determines the release."""
+        return (self.model.partition(":")[0],) if ":" in self.model else ()
 
     def canary_problem(self, m: int, *, features: int, classes: int, rows: int | None = None) -> str | None:
         """A user model's contract (:func:`privgame.mechanisms.dpsgd.user_model.check_model`) on the game's rows, with m

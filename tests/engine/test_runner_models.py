@@ -180,3 +180,35 @@ def test_a_run_killed_after_half_its_models_resumes_model_by_model(tmp_path):
     new = set(cache.glob("v1/arrays/*/*.npz")) - before
     assert len(new) == 32 - made  # only the models the kill had not made
     _assert_same(ResultsStore(tmp_path / "killed"), _run(path, tmp_path / "whole", 1, None))
+
+
+MULTI_RUN = """
+[experiment]
+name = "multi_run_tasks"
+seed = 4
+repetitions = 2
+[game]
+name = "multi-run"
+runs = 12
+thresholds = 10
+data = "digits"
+train_rows = 120
+[mechanism]
+name = "dpsgd-whitebox"
+noise_multiplier = 1.0
+sampling_rate = 0.2
+steps = 8
+learning_rate = 0.5
+[attack]
+name = "identity"
+"""
+
+
+def test_a_dpsgd_multi_run_trial_s_models_are_tasks_with_the_rows_of_one_process(tmp_path, run_tasks):
+    path = tmp_path / "multi.toml"
+    path.write_text(MULTI_RUN)
+    alone = _run(path, tmp_path / "alone", 1, None)
+    spread = _run(path, tmp_path / "spread", 2, tmp_path / "cache")
+    assert sorted((t.job, k) for t in run_tasks for k in t.runs) == [(j, k) for j in range(2) for k in range(12)]
+    _assert_same(alone, spread)
+    assert _models_in(tmp_path / "cache") == 24

@@ -231,3 +231,52 @@ def test_golden_dpsgd_whitebox_row_is_the_pre_port_codes(stored_trial):
     expected = [-0.03541254849241281, -0.015726977539694542, -0.018551352326684367, 0.023229820766368744]
     assert outcome.scores[:4].tolist() == expected
     assert outcome.membership.astype(int).tolist() == [0, 0, 0, 1, 1, 0, 1, 1]
+
+
+# -- a DP-SGD multi-run trial's runs as tasks (privgame.engine.tasks) ----------------------------------------------
+def _whitebox_game() -> tuple[MultiRunGame, object]:
+    from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox
+
+    game = MultiRunGame(runs=8, thresholds=10, data="digits", train_rows=120)
+    mechanism = DPSGDWhiteBox(noise_multiplier=1.0, sampling_rate=0.2, steps=8, learning_rate=0.5)
+    return game, mechanism
+
+
+def test_dpsgd_runs_made_apart_in_pieces_are_the_runs_play_trains(tmp_path):
+    from privgame.core.cache import ArtefactCache
+    from privgame.games._base import TrialContext
+
+    game, mechanism = _whitebox_game()
+    assert game.separate_runs(mechanism, Identity()) == 8
+    assert MultiRunGame(runs=8).separate_runs(RandomizedResponse(epsilon=1.0), Identity()) == 0  # cheap: no tasks
+    cache = ArtefactCache(tmp_path / "cache")
+    for runs in (range(0, 3), range(3, 4), range(4, 8)):
+        game.make_runs(mechanism, Identity(), seed=SEED, runs=runs, context=TrialContext(cache=cache))
+    assert len(list((tmp_path / "cache").glob("v1/arrays/*/*.npz"))) == 8
+    writes = []
+    original = cache.put_arrays
+    cache.put_arrays = lambda *a, **k: (writes.append(1), original(*a, **k))[1]  # type: ignore[method-assign]
+    read = game.play(mechanism, Identity(), seed=SEED, context=TrialContext(cache=cache))
+    assert writes == [] and cache.hits == 8  # every run read, none trained
+    fresh = game.play(mechanism, Identity(), seed=SEED)  # no cache: the batched release_runs of before
+    np.testing.assert_array_equal(read.scores, fresh.scores)
+    np.testing.assert_array_equal(read.membership, fresh.membership)
+    with pytest.raises(ValueError, match=r"runs must be a non-empty range of run indices in \[0, 8\)"):
+        game.make_runs(mechanism, Identity(), seed=SEED, runs=range(7, 9), context=TrialContext(cache=cache))
+
+
+def test_a_cached_run_that_is_not_one_float_vector_is_damaged_and_trained_again(tmp_path):
+    from privgame.core.cache import ArtefactCache
+    from privgame.mechanisms.cached import cached_release, release_key
+
+    game, mechanism = _whitebox_game()
+    membership, data, seeds = game._runs(mechanism, SEED)
+    cache = ArtefactCache(tmp_path / "cache")
+    key = release_key(mechanism, data[0], seeds[0])
+    other = int(np.flatnonzero(membership != membership[0])[0])
+    assert key is not None and release_key(mechanism, data[other], seeds[0]) != key  # the bits are content
+    cache.put_arrays(key, {"values": np.zeros((1, 1))})  # a stranger's entry of the wrong shape
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = cached_release(mechanism, data[0], seed=seeds[0], cache=cache)
+    np.testing.assert_array_equal(value, mechanism.release(data[0], rng=np.random.default_rng(seeds[0])))
