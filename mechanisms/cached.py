@@ -65,7 +65,7 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
         content = {
             "pool": data.rows.pool_hash,
             "membership": content_hash(data.membership),
-            "canaries": None if data.canary_x is None else [content_hash(data.canary_x), content_hash(data.canary_y)],
+            "canaries": [content_hash(a) for a in (data.canary_x, data.canary_y) if a is not None],
         }
         modules = getattr(mechanism, "cache_code", None)
         if callable(modules):

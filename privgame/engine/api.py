@@ -51,6 +51,7 @@ def run(
     cache_dir: str | os.PathLike[str] | None = None,
     fail_fast: bool = False,
     dask_scheduler: str | None = None,
+    gpus: str | Sequence[int] | None = None,
 ) -> Results:
     """Run (or resume) an experiment and return its results: ``privgame run CONFIG --out OUT`` from Python.
 
@@ -87,6 +88,9 @@ def run(
         Stop at the first trial that raises (``--fail-fast``).
     dask_scheduler : str or None, default=None
         A ``dask.distributed`` scheduler's address, or ``"local"`` (``--dask-scheduler``; docs/cluster.md).
+    gpus : str, sequence of int or None, default=None
+        ``"all"`` or GPU indices: every process that plays trials is pinned to one of them, round-robin
+        (``--gpus``; :mod:`privgame.engine.devices`); ``None``: no pinning.
 
     Returns
     -------
@@ -161,6 +165,12 @@ def run(
                 experiment.identity, force=force, more_repetitions=True, config_bytes=config_bytes
             )
 
+    devices = None
+    if gpus is not None:
+        from privgame.engine.devices import run_devices
+
+        remote = dask_scheduler is not None and dask_scheduler != "local"
+        devices = run_devices(gpus, n_jobs=n_jobs, config=experiment, here=not remote)
     artefacts = None
     if cache:
         from privgame.core.cache import ArtefactCache, default_cache_dir
@@ -178,6 +188,7 @@ def run(
                 dask_scheduler=dask_scheduler,
                 cache=artefacts,
                 fail_fast=fail_fast,
+                devices=devices,
             )
     except TrialsFailed as exc:
         if temporary:

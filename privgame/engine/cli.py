@@ -340,7 +340,7 @@ def _worker_devices(args: argparse.Namespace, config: Any, slurm: SlurmCluster |
     their memory), or of ``--slurm-gpus`` (every job's GPUs, shared by its workers); ``None`` without either."""
     import uuid
 
-    from privgame.engine.devices import WorkerDevices, check_gpus, parse_gpus
+    from privgame.engine.devices import WorkerDevices, run_devices
 
     if slurm is not None:
         if args.gpus is not None:
@@ -348,13 +348,8 @@ def _worker_devices(args: argparse.Namespace, config: Any, slurm: SlurmCluster |
         return WorkerDevices(None, uuid.uuid4().hex[:12]) if slurm.gpus else None
     if args.gpus is None:
         return None
-    gpus = parse_gpus(args.gpus)
-    if args.dask_scheduler is not None and args.dask_scheduler != "local":
-        return WorkerDevices(gpus, uuid.uuid4().hex[:12])  # the cluster's machines, not this one: checked there
-    workers = max(args.n_jobs if args.n_jobs != -1 else (os.cpu_count() or 1), 1)
-    largest = max((p.game.trial_bytes(p.mechanism, p.attack) for p in config.grid), default=0)
-    check_gpus(gpus, workers, largest)
-    return WorkerDevices(gpus, uuid.uuid4().hex[:12])
+    remote = args.dask_scheduler is not None and args.dask_scheduler != "local"
+    return run_devices(args.gpus, n_jobs=args.n_jobs, config=config, here=not remote)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -22,11 +22,12 @@ import fcntl
 import math
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WorkerDevices", "check_gpus", "parse_gpus"]
+__all__ = ["WorkerDevices", "check_gpus", "parse_gpus", "run_devices"]
 
 #: this process's pin: (the run's token, the slot's open lock file, the GPU), once pinned
 _PINNED: tuple[str, Any, int] | None = None
@@ -124,6 +125,23 @@ def check_gpus(gpus: tuple[int, ...] | None, n_workers: int, trial_bytes: int) -
                 f"{trial_bytes / 2**30:.1f} GiB, more than its {memory / 2**30:.1f} GiB: use fewer --n-jobs or more "
                 "GPUs."
             )
+
+
+def run_devices(gpus: str | Sequence[int], *, n_jobs: int, config: Any, here: bool = True) -> WorkerDevices:
+    """The :class:`WorkerDevices` of ``--gpus`` (or the API's ``gpus``) for a run of ``config`` on ``n_jobs`` local
+    workers, checked against this machine's GPUs and their memory (:func:`check_gpus`) when the workers run
+    ``here`` (not on a remote Dask cluster, whose machines check it as each worker pins itself)."""
+    import uuid
+
+    if isinstance(gpus, str):
+        chosen = parse_gpus(gpus)
+    else:
+        chosen = parse_gpus(",".join(str(int(g)) for g in gpus)) if len(gpus) else parse_gpus("")
+    if here:
+        workers = max(n_jobs if n_jobs != -1 else (os.cpu_count() or 1), 1)
+        largest = max((p.game.trial_bytes(p.mechanism, p.attack) for p in config.grid), default=0)
+        check_gpus(chosen, workers, largest)
+    return WorkerDevices(chosen, uuid.uuid4().hex[:12])
 
 
 def release_pin() -> None:

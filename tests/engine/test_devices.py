@@ -125,3 +125,15 @@ def test_on_a_machine_without_gpus_a_run_with_gpus_is_refused_before_it_starts(w
     assert not out.exists()
     assert main(["run", str(write_config()), "--out", str(out), "--gpus", "0,0"]) == 2
     assert "--gpus must be 'all' or distinct GPU indices" in capsys.readouterr().err
+
+
+def test_the_api_takes_gpus_as_the_command_does(write_config, tmp_path):
+    import privgame
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ValueError, match="--gpus: this machine has no CUDA GPU PyTorch can use"):
+        privgame.run(write_config(), tmp_path / "out", gpus=[0], progress=False)
+    with pytest.raises(ValueError, match="--gpus must be 'all' or distinct GPU indices"):
+        privgame.run(write_config(), tmp_path / "out", gpus=[], progress=False)
+    assert not (tmp_path / "out").exists()
