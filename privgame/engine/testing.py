@@ -820,6 +820,49 @@ def check_game_play(game: Game, samples: _Samples) -> None:
     _check_row(game.summarise(rows, settings, lambda trial: outcome), f"{_label(game)}.summarise")
 
 
+def check_game_runs(game: Game, samples: _Samples) -> None:
+    """A game that makes runs apart (``separate_runs``) makes, in ``make_runs``, the runs its ``play`` reads: made
+    in two pieces into a cache, one entry per run, ``play`` with that cache reads every one of them and gives the
+    outcome of a play without a cache (privgame.engine.tasks)."""
+    import tempfile
+    from pathlib import Path
+
+    from privgame.core.cache import ArtefactCache
+    from privgame.games._base import TrialContext
+
+    kinds = [k for k in sorted(game.input_kinds) if k in samples.partners]
+    pairs = [_sample(samples.partners, kind, "(mechanism, attack)", "partners") for kind in kinds]
+    pairs = [(m, a) for m, a in pairs if game.incompatibility(m, a) is None]
+    if not pairs:
+        return  # check_game_play reports a game that refuses its partners
+    mechanism, attack = pairs[0]
+    total = game.separate_runs(mechanism, attack)
+    if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+        raise AssertionError(f"{_label(game)}.separate_runs must be an int >= 0, got {total!r}")
+    if total == 0:
+        return
+    limit = game.run_batch(mechanism, attack)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise AssertionError(f"{_label(game)}.run_batch must be an int >= 1, got {limit!r}")
+    seed = np.random.SeedSequence(_SEED, spawn_key=(0, 0))
+    with tempfile.TemporaryDirectory() as folder:
+        cache = ArtefactCache(folder)
+        for runs in (range(0, (total + 1) // 2), range((total + 1) // 2, total)):
+            if runs:
+                game.make_runs(mechanism, attack, seed=seed, runs=runs, context=TrialContext(cache=cache))
+        made = len(list(Path(folder).rglob("*.sha256")))
+        hits = cache.hits
+        read = game.play(mechanism, attack, seed=seed, context=TrialContext(cache=cache))
+        read_back = cache.hits - hits
+    if made != total or read_back < total:
+        raise AssertionError(
+            f"{_label(game)}: make_runs made {made} cache entries for its {total} runs and play read {read_back} "
+            "cache entries: make_runs must make each run (its input and seed) exactly as play makes it"
+        )
+    if not _same_outcome(read, game.play(mechanism, attack, seed=seed)):
+        raise AssertionError(f"{_label(game)}: a play reading the runs make_runs made differs from a play alone")
+
+
 # -- the public API -----------------------------------------------------------------------------------------------
 _COMMON = (check_dataclass, check_type_hints, check_frozen, check_picklable_hashable, check_rebuilt_from_fields)
 _BY_KIND: dict[str, tuple[Callable[[Any, _Samples], None], ...]] = {
@@ -831,7 +874,7 @@ _BY_KIND: dict[str, tuple[Callable[[Any, _Samples], None], ...]] = {
         check_privacy_claim,
     ),
     "attack": (check_attack_kinds, check_attack_scores),
-    "game": (check_game_kinds, check_game_play),
+    "game": (check_game_kinds, check_game_play, check_game_runs),
 }
 
 

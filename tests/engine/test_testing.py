@@ -430,6 +430,20 @@ class TwoKindsBrokenOnTables(TwoKinds):
 
 # -- broken games ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
+class RunsNowhere(Tiny):
+    """Says two runs can be made apart, and make_runs makes nothing play could read."""
+
+    def separate_runs(self, mechanism, attack) -> int:
+        return 2
+
+    def run_batch(self, mechanism, attack) -> int:
+        return 2
+
+    def make_runs(self, mechanism, attack, *, seed, runs, context) -> None:
+        mechanism.release(np.zeros(3, dtype=bool), rng=np.random.default_rng(0))  # not through the cache
+
+
+@dataclass(frozen=True, slots=True)
 class NoInputKinds(Tiny):
     """Takes no input kind."""
 
@@ -544,6 +558,7 @@ BROKEN = [
     (ListRow(), "check_game_play", r"analyse_trial must map str to scalars"),
     (NoisyRow(), "check_game_play", "analyse_trial gives a different row"),
     (FrameSummary(), "check_game_play", "summarise must return a non-empty dict"),
+    (RunsNowhere(), "check_game_runs", "make_runs made 0 cache entries for its 2 runs and play read 0"),
 ]
 
 
