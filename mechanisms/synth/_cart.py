@@ -107,28 +107,33 @@ def _scan_numeric_anova(order, s, e, x, y, grandmean, edge):
 
 
 @numba.njit(cache=True)
-def _scan_numeric_gini(order, s, e, x, y, tot, n_classes, edge, left, right):
-    """rpart's Gini scan: minimise ``nL (1 - sum pL^2) + nR (1 - sum pR^2)``; return (total, best, position)."""
+def _scan_numeric_gini(order, s, e, x, y, tot, n_classes, edge, left):
+    """rpart's Gini scan: minimise ``nL (1 - sum pL^2) + nR (1 - sum pR^2)``; return (total, best, position).
+
+    Class counts are whole numbers, so ``sum_c right[c]^2 = sum_c tot[c]^2 - 2 sum_c tot[c] left[c] + sum_c
+    left[c]^2`` holds exactly (below 2^53): one count array to update per row instead of two.
+    """
     n = e - s
-    right_sq = 0.0
+    sq = 0.0
     for c in range(n_classes):
         left[c] = 0.0
-        right[c] = tot[c]
-        right_sq += tot[c] * tot[c]
+        sq += tot[c] * tot[c]
     left_sq = 0.0
-    total_ss = n - right_sq / n
+    tot_left = 0.0
+    total_ss = n - sq / n
     best = total_ss
     where = -1
     for i in range(n - edge):
         r = order[s + i]
         c = y[r]
-        right_sq += 1.0 - 2.0 * right[c]
-        right[c] -= 1.0
-        left_sq += 2.0 * left[c] + 1.0
-        left[c] += 1.0
+        count = left[c]
+        left_sq += 2.0 * count + 1.0
+        left[c] = count + 1.0
+        tot_left += tot[c]
         left_n = i + 1
         if left_n >= edge and x[order[s + i + 1]] != x[r]:
             right_n = n - left_n
+            right_sq = sq - 2.0 * tot_left + left_sq
             temp = (left_n - left_sq / left_n) + (right_n - right_sq / right_n)
             if temp < best:
                 best = temp
@@ -255,6 +260,140 @@ def _first_pc_scores(present, m, ccnt, countn, tot, n_classes, n):
     return scores
 
 
+_LOW_BITS = 8  # exhaustive search: groupings are evaluated in blocks of 2^8 that differ in the low categories only
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _gini_exhaustive(present, m, ccnt, countn, tot, n_classes, n, sq, edge, best):
+    """rpart's exhaustive Gini search over the groupings of the first ``m - 1`` present categories.
+
+    Groupings are visited in reflected Gray-code order (step ``t`` puts the set bits of ``t ^ (t >> 1)`` on the
+    left), and a grouping replaces the best so far only when strictly better, as in rpart's ``graycode``.  Returns
+    ``(best, code)``: the best value and the bit set of its left group, 0 when nothing beats ``best``.
+
+    The class counts are whole numbers, so ``sum_c left[c]^2`` and ``sum_c right[c]^2`` are exact however they are
+    summed (while ``n^2 < 2^53``): they are built from the Gram matrix of the categories' count vectors, and each
+    grouping's value is the same expression of the same numbers as rpart's one-category-at-a-time update gives.
+    The groupings are split into a high part, visited block by block in Gray-code order, and a low part of
+    ``2^low`` groupings handled in subset order by array passes that the compiler vectorises: a pass without
+    divisions screens the block, and only a block that may beat the best so far is evaluated exactly; its best is
+    the first grouping, in the block's Gray-code order, that reaches its minimum.
+    """
+    bits = m - 1
+    low = min(bits, _LOW_BITS)
+    size = 1 << low
+    work = np.empty(m * m + 2 * m + 6 * size, np.float64)
+    gram = work[: m * m].reshape((m, m))
+    dot_tot = work[m * m : m * m + m]
+    s_high = work[m * m + m : m * m + 2 * m]
+    base = m * m + 2 * m
+    low_n = work[base : base + size]
+    low_sq = work[base + size : base + 2 * size]
+    low_tot = work[base + 2 * size : base + 3 * size]
+    cross = work[base + 3 * size : base + 4 * size]
+    value = work[base + 4 * size : base + 5 * size]
+    partial = work[base + 5 * size : base + 6 * size]
+    for i in range(m):
+        ki = present[i]
+        acc_t = 0.0
+        for c in range(n_classes):
+            acc_t += tot[c] * ccnt[ki, c]
+        dot_tot[i] = acc_t
+        for j in range(i + 1):
+            kj = present[j]
+            acc = 0.0
+            for c in range(n_classes):
+                acc += ccnt[ki, c] * ccnt[kj, c]
+            gram[i, j] = acc
+            gram[j, i] = acc
+    # the low groupings in subset order (bit i of S: present[i] on the left), built by doubling
+    low_n[0] = 0.0
+    low_sq[0] = 0.0
+    low_tot[0] = 0.0
+    for j in range(low):
+        half = 1 << j
+        partial[0] = 0.0  # partial[S] = sum of gram[j, i] over i in S, for S below 2^j
+        for i in range(j):
+            gji = gram[j, i]
+            for s in range(1 << i):
+                partial[(1 << i) + s] = partial[s] + gji
+        cj = countn[present[j]]
+        gjj = gram[j, j]
+        tj = dot_tot[j]
+        for s in range(half):
+            low_n[half + s] = low_n[s] + cj
+            low_sq[half + s] = low_sq[s] + (2.0 * partial[s] + gjj)
+            low_tot[half + s] = low_tot[s] + tj
+    for i in range(m):
+        s_high[i] = 0.0
+    high_n = 0.0
+    high_sq = 0.0
+    high_tot = 0.0
+    best_t = 0
+    for q in range(1 << (bits - low)):
+        if q > 0:
+            b = low
+            while not (q >> (b - low)) & 1:
+                b += 1
+            row = gram[b]
+            if ((q ^ (q >> 1)) >> (b - low)) & 1:
+                high_sq += 2.0 * s_high[b] + row[b]
+                for i in range(m):
+                    s_high[i] += row[i]
+                high_n += countn[present[b]]
+                high_tot += dot_tot[b]
+            else:
+                for i in range(m):
+                    s_high[i] -= row[i]
+                high_sq -= 2.0 * s_high[b] + row[b]
+                high_n -= countn[present[b]]
+                high_tot -= dot_tot[b]
+        # cross[S] = (left counts of the high part) . (left counts of low grouping S)
+        cross[0] = 0.0
+        for j in range(low):
+            half = 1 << j
+            sj = s_high[j]
+            for s in range(half):
+                cross[half + s] = cross[s] + sj
+        # screen the block without dividing: a grouping's value t = n - left_sq / left_n - right_sq / right_n (as
+        # computed, within 8 eps n of the exact value) beats `best` only if left_sq right_n + right_sq left_n >
+        # (n - best - slack) left_n right_n, with a slack far above every rounding error of either side
+        bound = n - best - 1e-9 * n
+        maybe = 0
+        for s in range(size):
+            left_n = high_n + low_n[s]
+            left_sq = high_sq + 2.0 * cross[s] + low_sq[s]
+            right_n = n - left_n
+            right_sq = sq - 2.0 * (high_tot + low_tot[s]) + left_sq
+            hit = left_sq * right_n + right_sq * left_n > bound * (left_n * right_n)
+            maybe += hit & (left_n >= edge) & (right_n >= edge)
+        if maybe == 0:
+            continue
+        better = 0
+        for s in range(size):
+            left_n = high_n + low_n[s]
+            left_sq = high_sq + 2.0 * cross[s] + low_sq[s]
+            right_n = n - left_n
+            right_sq = sq - 2.0 * (high_tot + low_tot[s]) + left_sq
+            temp = (left_n - left_sq / left_n) + (right_n - right_sq / right_n)
+            temp = temp if left_n >= edge and right_n >= edge else np.inf
+            value[s] = temp
+            better += temp < best
+        if q == 0:
+            value[0] = np.inf  # the empty group (t = 0) is no candidate
+        if better:
+            # some grouping beats the best so far; rpart keeps the first that reaches the block's minimum, in the
+            # block's Gray-code order (odd blocks run through the low groupings backwards: the reflected code)
+            lowest = best
+            for j in range(size):
+                r = size - 1 - j if q & 1 else j
+                if value[r ^ (r >> 1)] < lowest:
+                    lowest = value[r ^ (r >> 1)]
+                    best_t = q * size + j
+            best = lowest
+    return best, best_t ^ (best_t >> 1)
+
+
 @numba.njit(cache=True)
 def _cat_gini(
     rows, s, e, xc, n_levels, y, n_classes, edge, exhaustive_budget, countn, ccnt, tot, left, right, cand_dir
@@ -286,43 +425,11 @@ def _cat_gini(
             j += 1
     best = total_ss
     if n_classes > 2 and m <= 40 and (1 << (m - 1)) * n_classes <= exhaustive_budget:
-        # rpart's exhaustive search: reflected Gray code over the first m - 1 present categories
-        in_left = np.zeros(m, np.bool_)
-        left_sq = 0.0
-        right_sq = sq
-        for c in range(n_classes):
-            left[c] = 0.0
-            right[c] = tot[c]
-        left_n = 0.0
-        best_set = np.zeros(m, np.bool_)
-        found = False
-        for t in range(1, 1 << (m - 1)):
-            b = 0
-            while not (t >> b) & 1:
-                b += 1
-            k = present[b]
-            sign = -1.0 if in_left[b] else 1.0
-            in_left[b] = not in_left[b]
-            for c in range(n_classes):
-                a = ccnt[k, c]
-                if a > 0:
-                    a = sign * a
-                    left_sq += a * (2.0 * left[c] + a)
-                    left[c] += a
-                    right_sq += a * (a - 2.0 * right[c])
-                    right[c] -= a
-            left_n += sign * countn[k]
-            right_n = n - left_n
-            if left_n >= edge and right_n >= edge:
-                temp = (left_n - left_sq / left_n) + (right_n - right_sq / right_n)
-                if temp < best:
-                    best = temp
-                    found = True
-                    for i in range(m):
-                        best_set[i] = in_left[i]
-        if found:
+        # rpart's exhaustive search over the groupings of the first m - 1 present categories, in Gray-code order
+        best, code = _gini_exhaustive(present, m, ccnt, countn, tot, n_classes, n, sq, edge, best)
+        if code > 0:
             for i in range(m):
-                cand_dir[present[i]] = _LEFT if best_set[i] else _RIGHT
+                cand_dir[present[i]] = _LEFT if (code >> i) & 1 else _RIGHT
         return total_ss, best
     # orderings: rate of the first class (binary y: optimal), or for a multi-class y with many categories the best
     # of the orderings by each present class's proportion and by the first principal component
@@ -473,7 +580,7 @@ def _grow(
                         continue
                     if classification:
                         total_ss, best, where = _scan_numeric_gini(
-                            order, s, e, x, y_cls, counts, n_classes, minbucket, cls_left, cls_right
+                            order, s, e, x, y_cls, counts, n_classes, minbucket, cls_left
                         )
                         improve = total_ss - best
                     else:
@@ -532,13 +639,13 @@ def _grow(
                 a = s
                 b = 0
                 for i in range(s, e):
+                    # branch-free: the side a row goes to is unpredictable; arr[a] (a <= i) was read already
                     r = arr[i]
-                    if goes_left[r]:
-                        arr[a] = r
-                        a += 1
-                    else:
-                        buffer[b] = r
-                        b += 1
+                    g = int(goes_left[r])
+                    arr[a] = r
+                    buffer[b] = r
+                    a += g
+                    b += 1 - g
                 for i in range(b):
                     arr[a + i] = buffer[i]
             split_var[node] = best_v

@@ -72,6 +72,7 @@ from collections.abc import Hashable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numba
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
@@ -202,12 +203,13 @@ class Synthpop(Mechanism):
         real = {c: _Column(data[c]) for c in columns}
         position = {c: i for i, c in enumerate(columns)}
         synthetic: dict[Hashable, _Synth] = {}
+        lindep = _LindepStats(real, columns)
 
         for column in visit:
             target = real[column]
             predictors = list(predictors_of[column])
             if method_of[column] == "cart" and predictors:
-                predictors = _remove_lindep(real, predictors, target)
+                predictors = _remove_lindep(real, predictors, target, lindep)
             if method_of[column] == "sample" or not predictors:
                 donors = rng.integers(0, n, size=m)
             else:
@@ -220,7 +222,7 @@ class Synthpop(Mechanism):
                 values = _smooth_density(values, target, rng)
             synthetic[column] = _Synth.of(target, values)
 
-        return pd.DataFrame({c: synthetic[c].series(real[c], c) for c in columns}, columns=pd.Index(columns))
+        return pd.DataFrame({c: synthetic[c].output(real[c]) for c in columns}, columns=pd.Index(columns))
 
     # -----------------------------------------------------------------------------------------------------------
     def _plan(
@@ -365,8 +367,14 @@ class _Column:
 
     def _classes(self) -> tuple[NDArray[np.int64], int]:
         if self._class is None:
-            present, dense = np.unique(self.codes, return_inverse=True)
-            self._class = dense.astype(np.int64), int(present.shape[0])
+            codes = self.codes
+            if self.is_class:  # codes in [0, n_levels): np.unique's inverse without its sort
+                seen = np.bincount(codes, minlength=self.n_levels) > 0
+                rank = np.cumsum(seen, dtype=np.int64) - 1
+                self._class = rank[codes], int(rank[-1]) + 1
+            else:
+                present, dense = np.unique(codes, return_inverse=True)
+                self._class = dense.astype(np.int64), int(present.shape[0])
         return self._class
 
     @property
@@ -405,11 +413,14 @@ class _Synth:
         codes = np.ascontiguousarray(values, dtype=np.int64) if column.kind != "numeric" else np.zeros(0, np.int64)
         return cls(values, num, codes)
 
-    def series(self, column: _Column, name: Hashable) -> pd.Series:
+    def output(self, column: _Column) -> Any:
+        """The values in ``column``'s dtype, as an array (a DataFrame is built faster from arrays than Series)."""
         if column.kind in ("categorical", "ordered"):
             assert isinstance(column.dtype, pd.CategoricalDtype)
-            return pd.Series(pd.Categorical.from_codes(self.values, dtype=column.dtype), name=name)
-        return pd.Series(self.values, name=name).astype(column.dtype)
+            return pd.Categorical.from_codes(self.values, dtype=column.dtype)
+        if isinstance(column.dtype, np.dtype):
+            return self.values.astype(column.dtype)
+        return pd.Series(self.values).astype(column.dtype)  # an extension dtype, e.g. pandas' nullable boolean
 
 
 def _stack(arrays: list[NDArray[Any]], n: int, dtype: type) -> NDArray[Any]:
@@ -421,10 +432,86 @@ def _stack(arrays: list[NDArray[Any]], n: int, dtype: type) -> NDArray[Any]:
 # ---------------------------------------------------------------------------------------------------------------
 # synthpop's remove.lindep.syn
 # ---------------------------------------------------------------------------------------------------------------
-def _remove_lindep(real: dict[Hashable, _Column], predictors: list[Hashable], target: _Column) -> list[Hashable]:
-    """Drop constant, y-duplicating and collinear predictors as ``remove.lindep.syn`` does."""
-    x = np.stack([real[c].num for c in predictors], axis=1)
+class _LindepStats:
+    """Statistics of all real columns that ``remove.lindep.syn`` needs, computed once per release, on first use.
+
+    Each is the same float computation, column by column, as on the predictors alone: numpy reduces a C-ordered
+    ``(n, p)`` array along axis 0 row after row, independently per column, whatever ``p >= 2`` is (a single column
+    is summed pairwise instead, so one predictor takes the direct route).  ``corr`` is an approximate correlation
+    matrix, used only to certify that the eigenvalue test cannot drop a predictor.
+    """
+
+    def __init__(self, real: dict[Hashable, _Column], columns: list[Hashable]) -> None:
+        self._real = real
+        self._columns = columns
+        self._ready = False
+
+    def _compute(self) -> None:
+        x = np.stack([self._real[c].num for c in self._columns], axis=1)
+        self.position = {c: i for i, c in enumerate(self._columns)}
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # columns that are no predictor too
+            self.var = x.var(axis=0, ddof=1)
+            self.xc = x - x.mean(axis=0)
+            self.sumsq = (self.xc * self.xc).sum(axis=0)
+            gram = self.xc.T @ self.xc
+            scale = np.sqrt(np.diag(gram))
+            self.corr = gram / np.outer(scale, scale)
+        self._ready = True
+
+    def kept(self, predictors: list[Hashable], y: NDArray[np.float64]) -> list[Hashable] | None:
+        """``remove_lindep``'s answer for two or more predictors and rows, or ``None`` where it must run in full."""
+        if not self._ready:
+            self._compute()
+        idx = np.array([self.position[c] for c in predictors], dtype=np.int64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            yc = y - y.mean()
+            cor = _column_dots(self.xc, yc)[idx] / np.sqrt(self.sumsq[idx] * (yc * yc).sum())
+        keep = (self.var[idx] > _LINDEP_EPS) & ~(cor >= _LINDEP_MAXCOR)
+        kept = np.flatnonzero(keep)
+        if kept.shape[0] > 1:
+            # The full test computes eigh(corrcoef(kept predictors)) and drops one when w[0] / w[-1] < 1e-5.  Both
+            # correlation matrices are dot products of the same centred columns, equal up to ~n * eps, which moves
+            # an eigenvalue by far less than 1e-5 * w[-1] (w[-1] >= 1: the trace is the number of predictors), so
+            # w[0] > 2e-5 * w[-1] here means that the full test keeps them all; otherwise it decides.
+            corr = self.corr[np.ix_(idx[kept], idx[kept])]
+            if not np.isfinite(corr).all():
+                return None
+            w = np.linalg.eigvalsh(corr)
+            if not w[0] > 2.0 * _LINDEP_EPS * w[-1]:
+                return None
+        return [predictors[i] for i in kept]
+
+
+@numba.njit(cache=True)
+def _column_dots(xc: NDArray[np.float64], yc: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``(xc * yc[:, None]).sum(axis=0)`` for a C-ordered ``xc`` of two or more rows, with numpy's float operations.
+
+    numpy sums that product row after row (from row 0, one rounded product and one rounded sum per row), as here;
+    this loop only spares it the temporary array and the slow strided reduction.
+    """
+    n, p = xc.shape
+    out = np.empty(p, np.float64)
+    for j in range(p):
+        out[j] = xc[0, j] * yc[0]
+    for i in range(1, n):
+        for j in range(p):
+            out[j] += xc[i, j] * yc[i]
+    return out
+
+
+def _remove_lindep(
+    real: dict[Hashable, _Column], predictors: list[Hashable], target: _Column, stats: _LindepStats | None = None
+) -> list[Hashable]:
+    """Drop constant, y-duplicating and collinear predictors as ``remove.lindep.syn`` does.
+
+    ``stats`` (the release's column statistics) gives the same answer faster where it can.
+    """
     y = target.class_codes.astype(np.float64) if target.is_class else target.num
+    if stats is not None and len(predictors) > 1 and y.shape[0] > 1:
+        fast = stats.kept(predictors, y)
+        if fast is not None:
+            return fast
+    x = np.stack([real[c].num for c in predictors], axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         # R: var() of a single row is NA, which drops the predictor (numpy would warn and return NaN)
         keep = x.var(axis=0, ddof=1) > _LINDEP_EPS if x.shape[0] > 1 else np.zeros(x.shape[1], dtype=bool)

@@ -16,7 +16,15 @@ from sklearn.tree import DecisionTreeRegressor
 
 from privgame.mechanisms.synth import _cart
 from privgame.mechanisms.synth._cart import CartTree, fit_cart
-from privgame.mechanisms.synth.synthpop import Synthpop, _Column, _smooth_density, bw_nrd0, bw_sj
+from privgame.mechanisms.synth.synthpop import (
+    Synthpop,
+    _Column,
+    _LindepStats,
+    _remove_lindep,
+    _smooth_density,
+    bw_nrd0,
+    bw_sj,
+)
 
 # ---------------------------------------------------------------------------------------------------------------
 # helpers: fit the kernel on (y, list of predictors)
@@ -289,6 +297,72 @@ def test_multiclass_heuristic_is_exact_with_two_classes_present_and_never_beats_
     assert heuristic2 == pytest.approx(optimum2, rel=1e-9)
 
 
+def _graycode_reference(x, y, levels, n_classes, edge):
+    """rpart's Gray-code search one category at a time, class counts updated in place (the first implementation)."""
+    n = x.shape[0]
+    ccnt = np.zeros((levels, n_classes))
+    np.add.at(ccnt, (x, y), 1.0)
+    countn, tot = ccnt.sum(axis=1), ccnt.sum(axis=0)
+    sq = 0.0
+    for c in range(n_classes):
+        sq += tot[c] * tot[c]
+    present = np.flatnonzero(countn > 0)
+    left, right = np.zeros(n_classes), tot.copy()
+    left_sq, right_sq, left_n = 0.0, sq, 0.0
+    in_left = np.zeros(present.shape[0], dtype=bool)
+    best, best_set = n - sq / n, None
+    for t in range(1, 1 << (present.shape[0] - 1)):
+        b = (t & -t).bit_length() - 1
+        k = present[b]
+        sign = -1.0 if in_left[b] else 1.0
+        in_left[b] = not in_left[b]
+        for c in range(n_classes):
+            a = ccnt[k, c]
+            if a > 0:
+                a = sign * a
+                left_sq += a * (2.0 * left[c] + a)
+                left[c] += a
+                right_sq += a * (a - 2.0 * right[c])
+                right[c] -= a
+        left_n += sign * countn[k]
+        right_n = n - left_n
+        if left_n >= edge and right_n >= edge:
+            temp = (left_n - left_sq / left_n) + (right_n - right_sq / right_n)
+            if temp < best:
+                best, best_set = temp, in_left.copy()
+    return best, (None if best_set is None else present[best_set])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exhaustive_gini_search_is_rpart_graycode_bit_for_bit(seed: int) -> None:
+    # the blocked search must return the same float and, among equal values, the grouping that comes first in
+    # Gray-code order; repeated categories (equal count vectors) make exact ties, absent classes and minbucket vary
+    rng = np.random.default_rng(seed)
+    levels, n_classes = int(rng.integers(2, 14) if seed % 2 else rng.integers(10, 14)), int(rng.integers(3, 8))
+    n = int(rng.choice([12, 60, 300, 2000]))
+    x = rng.choice(levels, n, p=rng.dirichlet(np.ones(levels)))
+    y = rng.choice(n_classes, n, p=rng.dirichlet(np.full(n_classes, 0.5)))
+    if seed % 3 != 1:  # categories 0/1 and 2/3 with identical rows of counts
+        base = rng.choice(n_classes, 20)
+        x = np.concatenate([x, np.repeat([0, 1, 2, 3], 20) % levels])
+        y = np.concatenate([y, np.tile(base, 4)])
+        n = x.shape[0]
+    edge = int(rng.choice([1, 5, 20]))
+    cand = np.zeros(levels, np.int8)
+    tot = np.bincount(y, minlength=n_classes).astype(np.float64)
+    _, best = _cart._cat_gini(
+        np.arange(n), 0, n, x, levels, y, n_classes, edge, 1 << 40,
+        np.zeros(levels), np.zeros((levels, n_classes)), tot, np.zeros(n_classes), np.zeros(n_classes), cand,
+    )  # fmt: skip
+    expected, left = _graycode_reference(x, y, levels, n_classes, edge)
+    assert best == expected
+    if left is None:
+        assert not cand.any()
+    else:
+        assert set(np.flatnonzero(cand == -1)) == set(left.tolist())
+        assert set(np.flatnonzero(cand == 1)) == set(np.unique(x).tolist()) - set(left.tolist())
+
+
 def test_class_tree_prunes_splits_that_do_not_change_the_majority_class() -> None:
     # rpart's class risk is the misclassification count: a split whose children predict the same class has
     # complexity 0 <= cp * risk and is collapsed (rpart returns only the root), although the Gini improves
@@ -546,6 +620,34 @@ def test_a_single_row_is_synthesised_without_warnings() -> None:
         warnings.simplefilter("error")
         out = Synthpop(n_rows=4).release(df, rng=np.random.default_rng(0))
     pd.testing.assert_frame_equal(out, df.iloc[[0] * 4].reset_index(drop=True))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_remove_lindep_shortcut_gives_the_full_answer(seed: int) -> None:
+    # the release's column statistics (computed once) must drop exactly the predictors the per-column test drops:
+    # constant, y-duplicating and collinear ones
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([2, 3, 40, 500]))
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    df = pd.DataFrame(
+        {
+            "a": a,
+            "b": b,
+            "c": pd.Categorical(rng.integers(0, 4, n)),
+            "a2": 3 * a - 1,
+            "sum": a + b + 1e-9 * rng.normal(size=n),
+            "const": np.full(n, 7.0),
+            "flag": rng.random(n) < 0.4,
+            "k": rng.integers(0, 1000, n),
+        }
+    )
+    real = {col: _Column(df[col]) for col in df.columns}
+    stats = _LindepStats(real, list(df.columns))
+    for _ in range(15):
+        cols = list(rng.permutation(df.columns))
+        target, predictors = cols[0], cols[1 : int(rng.integers(2, len(cols) + 1))]
+        full = _remove_lindep(real, list(predictors), real[target])
+        assert _remove_lindep(real, list(predictors), real[target], stats) == full
 
 
 def test_constant_and_duplicated_columns() -> None:
