@@ -127,11 +127,15 @@ class _JobState:
 
 
 class WorkQueue:
-    """The run's tasks in order: each job's run tasks, then its trial once they are all done.
+    """The run's tasks in order: whole trials while there are enough to give every worker one, then each of the
+    last trials as its run tasks followed by the trial once they are all done.
 
-    ``take`` hands out the next task that can start: the first job's run tasks, its trial when they are done; and,
-    while the first job waits for its run tasks, the next jobs' tasks (so no worker idles while one trial's last
-    batch is made).  A job that ``skip`` says is no longer needed, when its turn comes, is dropped whole.
+    ``take`` hands out the next task that can start.  While at least as many trials are untouched as there are
+    workers, that is the next trial whole (it makes its own runs: splitting it would add only the hand-over, its
+    runs' reads from the cache); once fewer are left, each is split, its run tasks first, its trial when they are
+    done; and while a trial waits for its run tasks, the next jobs' tasks are handed out (so no worker idles
+    while one trial's last batch is made).  A job that ``skip`` says is no longer needed, when its turn comes, is
+    dropped whole.
 
     Parameters
     ----------
@@ -165,6 +169,7 @@ class WorkQueue:
             if k not in self._sizers:
                 self._sizers[k] = BatchSizer(n_workers=max(n_workers, 1), limit=max(int(limit(job)), 1))
         self._skip = skip
+        self.n_workers = max(n_workers, 1)
         self._next = 0  # jobs before this one are all handed out (or dropped)
 
     def __len__(self) -> int:
@@ -184,12 +189,21 @@ class WorkQueue:
                 if j == self._next:
                     self._next += 1
                 continue
+            if state.handed == 0 and state.runs and self._fresh() >= self.n_workers:
+                # whole trials enough to give every worker one: the trial makes its own runs (handing them over
+                # through the cache would only add its reads); the last trials are split, to fill the workers
+                state.taken = True
+                return TrialTask(j)
             if state.handed < state.runs:
                 return self._runs_task(j)
             if state.in_flight == 0:
                 state.taken = True
                 return TrialTask(j)
         return None
+
+    def _fresh(self) -> int:
+        """The jobs nothing of which was handed out yet (the whole trials left)."""
+        return sum(1 for s in self._state[self._next :] if not (s.taken or s.dropped or s.handed))
 
     def _runs_task(self, j: int) -> RunsTask:
         state = self._state[j]

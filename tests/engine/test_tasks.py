@@ -57,23 +57,39 @@ def _queue(runs, n_workers=2, skip=lambda job: False, limit=64):
     )
 
 
+def test_whole_trials_while_every_worker_can_have_one_then_the_last_ones_split():
+    work = _queue([6, 6, 6], n_workers=2)
+    assert work.take() == TrialTask(0)  # three untouched trials for two workers: whole
+    assert work.take() == TrialTask(1)  # two for two: whole
+    task = work.take()
+    assert isinstance(task, RunsTask) and task.job == 2  # one left for two workers: its runs fill them
+    rest = []
+    while (more := work.take()) is not None:
+        rest.append(more)
+    assert [k for t in [task, *rest] for k in t.runs] == list(range(6))
+    for t in [task, *rest]:
+        work.finished(t, 1.0)
+    assert work.take() == TrialTask(2) and work.take() is None
+    assert [type(_queue([6], n_workers=1).take())] == [TrialTask]  # one worker: never split
+
+
 def test_a_trial_is_handed_out_after_all_its_run_tasks_end_and_others_fill_the_wait():
-    work = _queue([4, 0, 2])
+    work = _queue([4, 0, 2], n_workers=4)  # fewer trials than workers: every one with runs is split
     tasks = []
     while (task := work.take()) is not None:
         tasks.append(task)
-    # job 0's runs (probes 1, then the rest, at most a share), job 1 at once (no runs), job 2's runs
-    assert [t.job for t in tasks] == [0, 0, 0, 1, 2, 2]
-    assert all(isinstance(t, RunsTask) for t in tasks if t.job != 1) and tasks[3] == TrialTask(1)
+    # job 0's runs (probes of 1: a worker's share of the 6 runs on 4 workers), job 1 at once (no runs), job 2's runs
+    assert [t.job for t in tasks] == [0, 0, 0, 0, 1, 2, 2]
+    assert all(isinstance(t, RunsTask) for t in tasks if t.job != 1) and tasks[4] == TrialTask(1)
     covered = [k for t in tasks if isinstance(t, RunsTask) and t.job == 0 for k in t.runs]
     assert covered == [0, 1, 2, 3]  # every run once, in order
     assert len(work) == 2  # jobs 0 and 2 wait on their runs
-    for t in tasks[:2]:
+    for t in tasks[:3]:
         work.finished(t, 1.0)
     assert work.take() is None  # job 0's last task is still out
-    work.finished(tasks[2], None)  # failed: the trial makes the runs itself
+    work.finished(tasks[3], None)  # failed: the trial makes the runs itself
     assert work.take() == TrialTask(0)
-    for t in tasks[4:]:
+    for t in tasks[5:]:
         work.finished(t, 2.0)
     assert work.take() == TrialTask(2)
     assert work.take() is None and len(work) == 0

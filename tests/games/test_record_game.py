@@ -641,7 +641,7 @@ def test_separate_runs_leave_out_shadows_of_a_model_and_of_an_attack_that_builds
         )
 
 
-def test_a_record_game_s_runs_are_tasks_on_two_workers_with_the_records_of_one_process(tmp_path, monkeypatch):
+def test_a_record_game_s_runs_are_tasks_on_the_workers_with_the_records_of_one_process(tmp_path, monkeypatch):
     from privgame.engine import runner, tasks
 
     monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)
@@ -650,7 +650,8 @@ def test_a_record_game_s_runs_are_tasks_on_two_workers_with_the_records_of_one_p
     monkeypatch.setattr(tasks.WorkQueue, "finished", lambda self, t, s: (ended.append(t), original(self, t, s))[1])
     config = load_config(_quick_config(tmp_path, tmp_path / "log"))
     alone = run_experiment(config, tmp_path / "alone", n_jobs=1, progress=False)
-    spread = run_experiment(config, tmp_path / "spread", n_jobs=2, progress=False, cache=ArtefactCache(tmp_path / "c"))
+    # three workers for two targets: both are split (two or more workers would each take a target whole)
+    spread = run_experiment(config, tmp_path / "spread", n_jobs=3, progress=False, cache=ArtefactCache(tmp_path / "c"))
     assert sorted((t.job, k) for t in ended for k in t.runs) == [(j, k) for j in range(2) for k in range(60)]
     pd.testing.assert_frame_equal(alone.records(), spread.records())
     pd.testing.assert_frame_equal(alone.rows().pipe(drop_timings), spread.rows().pipe(drop_timings))
