@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,9 +23,8 @@ import pytest
 from privgame.engine.cli import main
 from privgame.engine.slurm import SlurmCluster
 from privgame.engine.store import ResultsStore, drop_timings
-
-DAEMONS = ("munged", "slurmctld", "slurmd")
-CLIENTS = ("sbatch", "squeue", "scancel", "sinfo", "scontrol")
+from tests.local_slurm import SlurmUnavailable, local_slurm
+from tests.local_slurm import ask as _ask
 
 LIRA = """
 [experiment]
@@ -48,115 +45,17 @@ name = "lira"
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _slurm_conf(root: Path) -> str:
-    """One node, localhost, 2 CPUs; no cgroups (proctrack/linuxproc, task/none), no accounting; every daemon bound
-    to 127.0.0.1 (NoCtldInAddrAny, NoInAddrAny); munge's socket and every state file under ``root``."""
-    return f"""\
-ClusterName=privgame-test
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
-CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket={root}/munge/munge.socket
-StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
-SlurmctldPidFile={root}/slurmctld.pid
-SlurmdPidFile={root}/slurmd.pid
-SlurmctldLogFile={root}/log/slurmctld.log
-SlurmdLogFile={root}/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SchedulerType=sched/backfill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=4000 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
-"""
-
-
-def _ask(*command: str) -> str:
-    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False).stdout.strip()
-
-
 @pytest.fixture
 def slurm(tmp_path, monkeypatch) -> Iterator[Path]:
-    """A running single-node Slurm (its slurm.conf's path, also in ``SLURM_CONF`` for the clients and the jobs)."""
-    missing = [name for name in (*DAEMONS, *CLIENTS) if shutil.which(name) is None]
-    if missing:
-        pytest.skip(f"no Slurm here ({', '.join(missing)} not found; Debian: apt-get install slurm-wlm munge)")
-    if os.geteuid() != 0:
-        pytest.skip(
-            "the test's Slurm runs its daemons as root (slurmd starts jobs as their user), and this is not root"
-        )
+    """A running single-node Slurm (its slurm.conf's path, also in ``SLURM_CONF`` for the clients and the jobs):
+    :func:`tests.local_slurm.local_slurm`, skipped with its one line where this machine cannot run it."""
     pytest.importorskip("dask_jobqueue")
-    root = tmp_path / "slurm"
-    for folder in ("munge", "state", "spool", "log"):
-        (root / folder).mkdir(parents=True)
-    key = root / "munge" / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o400)
-    conf = root / "slurm.conf"
-    conf.write_text(_slurm_conf(root))
-    monkeypatch.setenv("SLURM_CONF", str(conf))
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(name: str, *args: str) -> None:
-        with open(root / "log" / f"{name}.out", "wb") as out:
-            started.append(subprocess.Popen([name, *args], stdout=out, stderr=subprocess.STDOUT))
-
-    def logs() -> str:
-        return "\n".join(f"{p.name}: {p.read_text()[-2000:]}" for p in sorted((root / "log").iterdir()))
-
     try:
-        m = root / "munge"
-        # each daemon in the foreground (-F, -D), so its pid is its Popen's; --force: munged wants every folder
-        # above its socket world-searchable, and pytest's are not
-        start(
-            "munged",
-            *("-F", "--force", f"--socket={m}/munge.socket", f"--key-file={key}", f"--pid-file={m}/pid"),
-            *(f"--log-file={root}/log/munged.log", f"--seed-file={m}/seed"),
-        )
-        deadline = time.monotonic() + 30
-        while not (m / "munge.socket").exists():
-            assert time.monotonic() < deadline and started[0].poll() is None, logs()
-            time.sleep(0.05)
-        start("slurmctld", "-D", "-f", str(conf))
-        start("slurmd", "-D", "-N", "localhost", "-f", str(conf))
-        while _ask("sinfo", "-h", "-N", "-o", "%t") != "idle":
-            assert time.monotonic() < deadline and all(p.poll() is None for p in started), logs()
-            time.sleep(0.2)
-        yield conf
-    finally:
-        if len(started) == 3 and all(p.poll() is None for p in started):
-            _ask("scancel", "--user", "root")  # this cluster's jobs only (SLURM_CONF); their processes end with them
-            deadline = time.monotonic() + 20
-            while _ask("squeue", "-h") and time.monotonic() < deadline:
-                time.sleep(0.2)
-            for line in _ask("scontrol", "listpids").splitlines()[1:]:  # any job process left: PID JOBID ...
-                with contextlib.suppress(ProcessLookupError, ValueError):
-                    os.kill(int(line.split()[0]), signal.SIGKILL)
-        for process in reversed(started):
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=20)
+        with local_slurm(tmp_path / "slurm", environ=False) as conf:
+            monkeypatch.setenv("SLURM_CONF", str(conf))
+            yield conf
+    except SlurmUnavailable as exc:
+        pytest.skip(exc.reason)
 
 
 def _same_results(a: Path, b: Path, trials: int) -> None:
@@ -196,8 +95,8 @@ def test_lira_on_slurm_jobs_equals_the_local_run(slurm, tmp_path, monkeypatch, c
 
 @pytest.mark.slow
 def test_lira_models_as_tasks_on_slurm_jobs_equal_the_local_run(slurm, tmp_path, monkeypatch):
-    """With a cache the jobs share (one machine here; a shared file system on a cluster), each trial's 8 models are
-    batches made on either Slurm worker, then the trial, which reads them: the rows of one local process."""
+    """With a cache the jobs share (one machine here; a shared file system on a cluster), the last trial's 8 models
+    are batches made on either Slurm worker, then the trial, which reads them: the rows of one local process."""
     from privgame.engine import tasks
 
     monkeypatch.chdir(tmp_path)
@@ -210,7 +109,8 @@ def test_lira_models_as_tasks_on_slurm_jobs_equal_the_local_run(slurm, tmp_path,
     assert main([*run, "--out", "local", "--no-cache"]) == 0
     slurm_options = ["--cluster", "slurm", "--slurm-jobs", "2", "--slurm-memory", "1GB", "--slurm-walltime", "00:10:00"]
     assert main([*run, "--out", "on-slurm", "--cache-dir", str(tmp_path / "shared-cache"), *slurm_options]) == 0
-    assert sorted((t.job, k) for t in ended for k in t.runs) == [(j, k) for j in range(6) for k in range(8)]
+    # trials 0-4 whole while each of the 2 workers can have one, the last split into batches on both
+    assert sorted((t.job, k) for t in ended for k in t.runs) == [(5, k) for k in range(8)]
     _same_results(tmp_path / "local", tmp_path / "on-slurm", 6)
     assert len(list((tmp_path / "shared-cache").glob("v1/arrays/*/*.npz"))) == 6 * 8
 
