@@ -726,16 +726,23 @@ def _work_queue(jobs: Sequence[tuple[Any, ...]], n_workers: int, skip: _Skip) ->
 _RUNS_MADE = False  # whether this process made a batch of runs before (its first one is not timed)
 
 
-def _make_runs(point: GridPoint, trial: Trial, runs: range, cache: ArtefactCache | None) -> float | str:
+def _make_runs(
+    point: GridPoint, trial: Trial, runs: range, cache: ArtefactCache | None, *, one_thread: bool = False
+) -> float | str:
     """Make ``runs`` of ``trial`` into ``cache`` (one BLAS thread, as a trial): the seconds it took (NaN for the
     process's first batch, which pays its imports too), or the error (the trial then makes the runs it finds
-    missing itself, and reports the error if it recurs)."""
+    missing itself, and reports the error if it recurs).
+
+    ``one_thread`` limits the OpenMP pools too (torch's, which the batched trainers' numba kernels follow): the
+    parent's, while workers that have the cores start beside it (with its whole pool it spun its threads against
+    them: 8 s for one model that takes 0.5 s alone).
+    """
     from threadpoolctl import threadpool_limits
 
     global _RUNS_MADE
     start = time.perf_counter()
     try:
-        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
+        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api=None if one_thread else "blas"):
             warnings.simplefilter("ignore")  # the trial, which makes any run again if this fails, relays them
             point.game.make_runs(point.mechanism, point.attack, seed=trial.seed, runs=runs, context=TrialContext(cache))
     except (Exception, SystemExit) as exc:
@@ -772,22 +779,31 @@ def _run_local(
     that ``skip`` says is no longer needed, when its turn comes, is dropped).
 
     Which process plays a trial never changes its numbers (each trial has its own seed), so this only decides
-    the time.  The parent plays trials from the start; after :func:`_worker_start_delay` a feeder thread starts
-    the workers, and once one is ready hands them the remaining work (the parent finishes the trial it is
-    playing, then only stores results).  So a run shorter than the workers' start-up never starts them, and no
-    worker waits for the parent's trial in progress.  The workers' work is a :class:`WorkQueue`: a trial whose
-    game makes its runs apart (LiRA's models) is handed out as batches of runs, made on any worker into the
-    artefact cache, then the trial, which reads them.  The feeder thread starts the workers and ends them before
-    it exits, as ``PR_SET_PDEATHSIG`` ties each worker to the thread that started it.  Every result is stored by
-    the calling thread.
+    the time.  The parent plays trials (and batches of one run) from the start; after :func:`_worker_start_delay`
+    a feeder thread starts the workers, and once one is ready hands them the remaining work (the parent finishes
+    the trial it is playing, then only stores results; where the workers take every core, it takes nothing new
+    once they are started, as it would slow their start-up by as much as it plays).  So a run shorter than the
+    workers' start-up never starts them, and no worker waits for the parent's trial in progress.  Where the
+    workers take every core and the first trial is split from the start (below), they start at once and the
+    parent plays nothing.
+
+    The workers' work is a :class:`WorkQueue`: a trial whose game makes its runs apart (LiRA's models) is handed
+    out as batches of runs, made on any worker into the artefact cache, then the trial, which reads them.  The
+    feeder thread starts the workers and ends them before it exits, as ``PR_SET_PDEATHSIG`` ties each worker to
+    the thread that started it.  Every result is stored by the calling thread.
     """
     from joblib.externals.loky import get_reusable_executor
 
-    parent_plays = PARENT_PLAYS_WHILE_WORKERS_START
-    delay = _worker_start_delay() if parent_plays else 0.0
     work = _work_queue(jobs, n_workers, skip)  # the tasks neither the parent nor a worker has taken yet
+    # once the workers are started, the parent goes on playing only where a core is left for it: else it would
+    # slow their start-up as much as it gains, and a batch of runs it took could hold back its trial.  Where
+    # there is none and the first trial is split from the start (fewer trials than workers, each making its
+    # mechanism's runs apart: LiRA's M models), the workers start at once, and the parent does not play.
+    spare_core = n_workers < joblib.cpu_count()
+    parent_plays = PARENT_PLAYS_WHILE_WORKERS_START and (spare_core or not work.splits_next())
+    delay = _worker_start_delay() if parent_plays else 0.0
     lock = threading.Lock()
-    ready, stop = threading.Event(), threading.Event()
+    ready, stop, launched = threading.Event(), threading.Event(), threading.Event()
     # a future, a trial lost with its worker, an error of the feeder's, or None: the feeder is done
     finished: SimpleQueue[Future[_Attempt] | _Attempt | BaseException | None] = SimpleQueue()
 
@@ -820,6 +836,7 @@ def _run_local(
             if stop.wait(delay):
                 return  # the parent played every trial: no worker was needed
             executor = start_pool()
+            launched.set()
             pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
             while parent_plays and not any(p.done() for p in pings):
                 if stop.wait(0.05):
@@ -880,14 +897,17 @@ def _run_local(
     feeder.start()
     try:
         while parent_plays and not ready.is_set():
+            if launched.is_set() and not spare_core:
+                break  # the workers take it from here
             with lock:
-                taken = work.take()
+                # a batch of one run: the parent only fills the wait for the workers, and its trial waits for it
+                taken = work.take(most=1)
             if taken is None:
                 stop.set()  # the parent took every task: workers are not needed
                 break
             job = work.jobs[taken.job]
             if isinstance(taken, RunsTask):
-                made = _make_runs(job[0], job[1], taken.runs, job[4])
+                made = _make_runs(job[0], job[1], taken.runs, job[4], one_thread=True)
                 with lock:
                     work.finished(taken, made if isinstance(made, float) else None)
                 if isinstance(made, float):
@@ -942,7 +962,10 @@ def _run_dask(
     killed_worker = distributed.KilledWorker
     with _backend(dask, n_workers) as client:
         run = uuid.uuid4().hex[:8]
-        work = _work_queue(jobs, max(n_workers, 2), skip)
+        # the workers the batches are sized for: a Slurm run's once its jobs all run, else those asked for; updated
+        # as the cluster's workers join (a remote scheduler's are whatever connects to it)
+        planned = dask.workers if isinstance(dask, SlurmCluster) else n_workers
+        work = _work_queue(jobs, max(planned, 2), skip)
         batched = any(_separate_runs(job, 2) for job in jobs)
         submitted = [0]
 
@@ -962,7 +985,10 @@ def _run_dask(
         pending = distributed.as_completed()
 
         def fill() -> None:
-            cap = max(2 * sum(client.nthreads().values()), 2) if batched else math.inf
+            threads = sum(client.nthreads().values())
+            if batched:
+                work.set_workers(max(threads, planned, 2))
+            cap = max(2 * threads, 2) if batched else math.inf
             while sum(1 for f in futures if not f.done()) < cap and (task := work.take()) is not None:
                 future = submit(task)
                 task_of[future.key] = task

@@ -9,11 +9,12 @@ numbers cannot change: a run is the same whoever makes it and however many are m
 a batch is, to the bit, the model trained alone: ``tests/mechanisms/training/test_models.py``).
 
 How many runs per task is measured, not fixed (:class:`BatchSizer`): a batch of b runs costs about a + c·b seconds
-(a: what a batched call pays once, such as the per-step work of a batched ensemble; c: each run's own work).  The
-first tasks of a grid point probe sizes 1, 2, 4, …; once two sizes are timed, a and c are fitted by least squares,
-and each later task takes the size that finishes the point's remaining runs soonest on the workers (ties: the
-smaller, which loses less to a kill and balances better), up to the game's memory bound
-(:meth:`~privgame.games._base.Game.run_batch`).
+(a: what a batched call pays once, such as the per-step work of a batched ensemble; c: each run's own work), and
+the backend adds its dispatch to every task (:data:`DISPATCH`).  Until two sizes are timed, a grid point's tasks
+take half a worker's share of the runs left (guided self-scheduling: large enough to amortise an unknown a,
+shrinking as the runs go, so that the sizes differ); then a and c are fitted by least squares, and each later task
+takes the size that finishes the point's remaining runs soonest on the workers (ties: the smaller, which loses
+less to a kill and balances better), up to the game's memory bound (:meth:`~privgame.games._base.Game.run_batch`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BatchSizer", "RunsTask", "TrialTask", "WorkQueue"]
+__all__ = ["DISPATCH", "BatchSizer", "RunsTask", "TrialTask", "WorkQueue"]
 
 #: how close (relative) to the best predicted finishing time a smaller batch may be and still be preferred
 _TIE = 0.05
+#: seconds a task costs beyond its own work, which its measured time does not include: handing it to a worker and
+#: its result back (measured 4.4 ms with loky, 11.5 ms with a local Dask cluster, 8.3 ms with Slurm's workers:
+#: docs/scaling.md), rounded up
+DISPATCH = 0.01
 
 
 @dataclass
@@ -45,24 +50,31 @@ class BatchSizer:
     n_workers: int
     limit: int
     timed: list[tuple[int, float]] = field(default_factory=list)
-    probed: int = 0  # the largest probe size handed out so far
+
+    def __post_init__(self) -> None:
+        timed, self.timed = self.timed, []
+        self._sums = [0.0] * 5  # n, Σb, Σt, Σb², Σbt: the fit in constant time however many tasks were timed
+        self._sizes: set[int] = set()
+        for size, seconds in timed:
+            self.observe(size, seconds)
 
     def observe(self, size: int, seconds: float) -> None:
         """Record that a task of ``size`` runs took ``seconds`` (measured where it ran)."""
         if size > 0 and math.isfinite(seconds) and seconds >= 0:
             self.timed.append((size, seconds))
+            self._sizes.add(size)
+            for i, term in enumerate((1.0, size, seconds, size * size, size * seconds)):
+                self._sums[i] += term
 
     def fit(self) -> tuple[float, float] | None:
         """``(a, c)`` of seconds ≈ a + c·size, by least squares on the timed tasks; ``None`` before two sizes are
         timed.  Both are kept non-negative (noise can give a negative intercept)."""
-        sizes = {b for b, _ in self.timed}
-        if len(sizes) < 2:
+        if len(self._sizes) < 2:
             return None
-        n = len(self.timed)
-        mean_b = sum(b for b, _ in self.timed) / n
-        mean_t = sum(t for _, t in self.timed) / n
-        var = sum((b - mean_b) ** 2 for b, _ in self.timed)
-        c = max(sum((b - mean_b) * (t - mean_t) for b, t in self.timed) / var, 1e-9)
+        n, sum_b, sum_t, sum_bb, sum_bt = self._sums
+        mean_b, mean_t = sum_b / n, sum_t / n
+        var = sum_bb - n * mean_b * mean_b
+        c = max((sum_bt - n * mean_b * mean_t) / var, 1e-9) if var > 0 else 1e-9
         a = max(mean_t - c * mean_b, 0.0)
         return a, c
 
@@ -71,12 +83,11 @@ class BatchSizer:
         the trial the task is for)."""
         left = remaining[0]
         fitted = self.fit()
-        if fitted is None:  # probe: 1, 2, 4, ... until two sizes are timed, never more than a worker's share
-            share = max(math.ceil(sum(remaining) / (2 * self.n_workers)), 1)
-            size = 1 if self.probed == 0 else min(2 * self.probed, self.limit, share)
-            self.probed = max(self.probed, size)
+        if fitted is None:  # half a worker's share of what is left: shrinks as runs go, so two sizes get timed
+            size = min(math.ceil(sum(remaining) / (2 * self.n_workers)), self.limit)
             return max(1, min(size, left))
         a, c = fitted
+        a += DISPATCH
         counts = Counter(r for r in remaining if r > 0)
         best: list[tuple[float, int]] = []
         high = min(self.limit, max(remaining))
@@ -172,12 +183,19 @@ class WorkQueue:
         self.n_workers = max(n_workers, 1)
         self._next = 0  # jobs before this one are all handed out (or dropped)
 
+    def set_workers(self, n_workers: int) -> None:
+        """The workers the tasks share from now on (a cluster's, as its workers join or leave)."""
+        self.n_workers = max(n_workers, 1)
+        for sizer in self._sizers.values():
+            sizer.n_workers = self.n_workers
+
     def __len__(self) -> int:
         """The jobs not yet handed out whole."""
         return sum(1 for s in self._state[self._next :] if not (s.taken or s.dropped))
 
-    def take(self) -> RunsTask | TrialTask | None:
-        """The next task that can start, or ``None`` when none can now (all handed out, or waiting on runs)."""
+    def take(self, most: int | None = None) -> RunsTask | TrialTask | None:
+        """The next task that can start, or ``None`` when none can now (all handed out, or waiting on runs); a run
+        task of at most ``most`` runs, when given."""
         for j in range(self._next, len(self.jobs)):
             state = self._state[j]
             if state.taken or state.dropped:
@@ -195,17 +213,25 @@ class WorkQueue:
                 state.taken = True
                 return TrialTask(j)
             if state.handed < state.runs:
-                return self._runs_task(j)
+                return self._runs_task(j, most)
             if state.in_flight == 0:
                 state.taken = True
                 return TrialTask(j)
         return None
 
+    def splits_next(self) -> bool:
+        """Whether the next task would be a batch of runs (a trial that is split from the start)."""
+        for j in range(self._next, len(self.jobs)):
+            state = self._state[j]
+            if not (state.taken or state.dropped):
+                return bool(state.runs) and (state.handed > 0 or self._fresh() < self.n_workers)
+        return False
+
     def _fresh(self) -> int:
         """The jobs nothing of which was handed out yet (the whole trials left)."""
         return sum(1 for s in self._state[self._next :] if not (s.taken or s.dropped or s.handed))
 
-    def _runs_task(self, j: int) -> RunsTask:
+    def _runs_task(self, j: int, most: int | None) -> RunsTask:
         state = self._state[j]
         sizer = self._sizers[self._key[j]]
         remaining = [state.runs - state.handed] + [
@@ -213,7 +239,7 @@ class WorkQueue:
             for i, s in enumerate(self._state)
             if i != j and self._key[i] == self._key[j] and not (s.taken or s.dropped)
         ]
-        size = sizer.size(remaining)
+        size = sizer.size(remaining) if most is None else max(1, min(sizer.size(remaining), most))
         task = RunsTask(j, range(state.handed, state.handed + size))
         state.handed += size
         state.in_flight += 1

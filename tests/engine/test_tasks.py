@@ -4,29 +4,37 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from privgame.engine.tasks import BatchSizer, RunsTask, TrialTask, WorkQueue
 
 
-def test_the_sizer_probes_doubling_sizes_until_two_sizes_are_timed():
+def test_until_two_sizes_are_timed_a_task_takes_half_a_worker_s_share_of_what_is_left():
     sizer = BatchSizer(n_workers=2, limit=64)
-    assert [sizer.size([1000]) for _ in range(5)] == [1, 2, 4, 8, 16]
+    assert sizer.size([100]) == 25  # 100 runs, 2 workers: 25 (each worker twice, shrinking as the runs go)
+    assert sizer.size([75]) == 19 and sizer.size([3]) == 1 and sizer.size([1]) == 1
+    assert sizer.size([10, 90]) == 10  # the point's other trials count, but never more than this one has left
+    assert sizer.size([1000]) == 64  # the limit
+    assert BatchSizer(n_workers=2, limit=3).size([40]) == 3
+    assert BatchSizer(n_workers=1, limit=64).size([1]) == 1
     assert sizer.fit() is None
     sizer.observe(4, 1.0)
     sizer.observe(4, 1.2)
-    assert sizer.fit() is None  # one size says nothing of the slope
+    assert sizer.fit() is None and sizer.size([100]) == 25  # one size says nothing of the slope
     sizer.observe(8, 1.4)
-    a, c = sizer.fit()  # seconds = 0.6 + 0.1 b, least squares through (4, 1.1) and (8, 1.4)
+    a, c = sizer.fit()  # seconds = 0.8 + 0.075 b, least squares through (4, 1.0), (4, 1.2) and (8, 1.4)
     assert c == pytest.approx(0.075) and a == pytest.approx(0.8)
 
 
-def test_probes_never_exceed_a_worker_s_share_or_the_limit():
-    sizer = BatchSizer(n_workers=2, limit=3)
-    assert [sizer.size([40]) for _ in range(4)] == [1, 2, 3, 3]  # the limit
-    sizer = BatchSizer(n_workers=2, limit=64)
-    assert [sizer.size([16]) for _ in range(5)] == [1, 2, 4, 4, 4]  # 16 runs / (2 per worker × 2 workers)
-    assert BatchSizer(n_workers=1, limit=64).size([1]) == 1
+def test_the_fit_is_the_least_squares_line_of_every_timed_task():
+    sizer = BatchSizer(n_workers=2, limit=64, timed=[(1, 2.0), (3, 4.5)])
+    rng = np.random.default_rng(0)
+    for size in rng.integers(1, 64, size=200):
+        sizer.observe(int(size), 0.3 + 0.05 * int(size) + float(rng.normal(0, 0.01)))
+    sizes, seconds = np.array(sizer.timed, dtype=float).T
+    c, a = np.polyfit(sizes, seconds, 1)
+    assert sizer.fit() == pytest.approx((a, c), rel=1e-9)
 
 
 def test_a_negative_slope_or_intercept_from_noise_is_clipped_and_bad_timings_are_ignored():
@@ -44,7 +52,9 @@ def test_a_large_fixed_cost_gives_one_batch_per_worker_and_none_gives_small_batc
     # four such trials share the workers: one task per trial pays the fixed cost least (2 rounds of 1.63 s)
     assert fixed.size([64, 64, 64, 64]) == 64
     free = BatchSizer(n_workers=2, limit=64, timed=[(1, 0.1), (2, 0.2)])  # each run its own cost, nothing shared
-    assert free.size([64]) == 1  # as fast as any size: the smallest (a kill loses least, balance is best)
+    # every size within 5 % of the fastest but one run a task, which pays the dispatch (DISPATCH, 10 ms) 32 times
+    # on each worker: the smallest of the others (a kill loses least, balance is best)
+    assert free.size([64]) == 2
     limited = BatchSizer(n_workers=2, limit=8, timed=[(1, 1.0), (2, 1.01)])
     assert limited.size([64]) == 8
     assert fixed.size([5]) == 3 and fixed.size([1]) == 1  # never more than the trial has left
@@ -78,7 +88,8 @@ def test_a_trial_is_handed_out_after_all_its_run_tasks_end_and_others_fill_the_w
     tasks = []
     while (task := work.take()) is not None:
         tasks.append(task)
-    # job 0's runs (probes of 1: a worker's share of the 6 runs on 4 workers), job 1 at once (no runs), job 2's runs
+    # job 0's runs (1 each: half a worker's share of the point's 6 runs on 4 workers), job 1 at once (no runs),
+    # job 2's runs
     assert [t.job for t in tasks] == [0, 0, 0, 0, 1, 2, 2]
     assert all(isinstance(t, RunsTask) for t in tasks if t.job != 1) and tasks[4] == TrialTask(1)
     covered = [k for t in tasks if isinstance(t, RunsTask) and t.job == 0 for k in t.runs]
@@ -108,3 +119,24 @@ def test_a_skipped_job_is_dropped_whole_when_its_turn_comes_and_a_lost_trial_is_
 def test_jobs_without_runs_are_plain_trials_in_order():
     work = _queue([0, 0, 0])
     assert [work.take() for _ in range(4)] == [TrialTask(0), TrialTask(1), TrialTask(2), None]
+
+
+def test_splits_next_says_whether_the_next_task_is_a_batch_of_runs():
+    assert _queue([6], n_workers=2).splits_next()  # one trial, two workers: split from the start
+    assert not _queue([6, 6], n_workers=2).splits_next()  # a whole trial for each worker first
+    assert not _queue([0], n_workers=2).splits_next() and not _queue([], n_workers=2).splits_next()
+    work = _queue([6, 6, 6], n_workers=2)
+    assert not work.splits_next()
+    work.take()
+    work.take()
+    assert work.splits_next()  # the last trial: split
+    first = work.take()
+    assert isinstance(first, RunsTask) and work.splits_next()  # its batches go on until every run is handed out
+
+
+def test_take_caps_a_batch_at_most_runs_and_set_workers_resizes_the_batches():
+    work = _queue([64], n_workers=2)
+    assert work.take(most=1) == RunsTask(0, range(0, 1))
+    assert work.take() == RunsTask(0, range(1, 17))  # half a worker's share of the 63 left, two workers
+    work.set_workers(8)
+    assert work.take() == RunsTask(0, range(17, 20))  # ⌈47 / (2 × 8)⌉: half a share of eight workers
