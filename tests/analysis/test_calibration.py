@@ -661,6 +661,25 @@ def test_out_normality_closed_form() -> None:
     assert empty.n_tested == 0 and math.isnan(empty.median_p) and math.isnan(empty.share_below_0_05)
 
 
+def test_out_normality_is_each_sample_s_own_test_bit_for_bit() -> None:
+    """The samples are tested in groups of equal OUT counts: each p-value must be the one-sample call's, exactly,
+    whatever the counts (random masks), with constant and too-short samples left out in order."""
+    rng = _rng(15)
+    s = rng.normal(size=(12, 300))
+    m = rng.random((12, 300)) < rng.uniform(0.1, 0.9, size=300)
+    s[:, 7] = 2.0  # constant
+    m[:, 9] = True
+    m[:2, 9] = False  # two OUT scores
+    result = out_normality(s, m)
+    expected = [
+        (x, stats.shapiro(s[~m[:, x], x]).pvalue)
+        for x in range(300)
+        if (~m[:, x]).sum() >= 3 and np.ptp(s[~m[:, x], x]) > 0
+    ]
+    assert result.sample.tolist() == [x for x, _ in expected] and 7 not in result.sample and 9 not in result.sample
+    assert result.p_value.tolist() == [p for _, p in expected]
+
+
 def test_out_normality_sees_where_the_gaussian_assumption_fails() -> None:
     rng = _rng(14)
     n = 400
