@@ -32,7 +32,8 @@
    parent has played alone for its start-up CPU time, 0.5-10 s, as ``runner._worker_start_delay``); runs shared by
    several jobs (a LiRA sweep's models) are made once unless two tasks make them at the same time; the client
    stores each trial (ω, one at a time).  On one machine (loky, and the local Slurm of the check) the busy processes
-   share its cores equally (processor sharing), so a parent and two workers on two cores run at 2/3 speed::
+   share its cores equally (processor sharing), each at κ of its fair share while more are busy than cores (κ = 1
+   in the table; measured for the check), so a parent and two workers on two cores run at 2κ/3 speed::
 
        T(W) = fixed cost + serial + makespan(W) + shut-down
        max(critical path, Σ task times / W')  ≤  makespan(W)  ≤  last join + Σ task times / W' + critical path
@@ -42,14 +43,15 @@
    system (here local disk: a read h, a write inside a), the client's own CPU (its results, the scheduler, the
    batch sizer's fit), memory (every config fits), a Slurm queue's wait (here an empty local queue) and lost
    workers.  W = 8, 64 and 512 are Slurm workers, one core each (the measured local Slurm overhead and start-up;
-   the sizer told two workers, as ``privgame run --cluster slurm`` tells it today; also printed: told W), and 2 and
+   the batches sized for W workers, as ``privgame run --cluster slurm`` sizes them for its cores × jobs), and 2 and
    8 with loky on a machine of that many cores.
 4. The check: a LiRA of 64 MLPs on a 5,000-record Adult pool (2 repetitions) and a record game with Synthpop
    (1,000 rows, 100 shadows, 50 + 50 rounds, 2 targets), each run for real by ``privgame run`` in a subprocess
    with a fresh cache on 1 and 2 local workers and on 1 and 2 Slurm jobs, twice (two passes; the faster run is
    compared: other work on a shared machine only slows a run down): predicted against measured wall time, the
-   prediction on the machine's free cores (its cores times the speed of two CPU-bound processes run at once just
-   before: another user's process takes a core; in brackets, all cores free), and
+   prediction on the machine as measured just before (its free cores: its cores times the speed of two CPU-bound
+   processes run at once, as another user's process takes a core; κ: how fast each of three processes training
+   MLPs runs against a fair third of two cores; in brackets, two free cores and κ = 1), and
    the CPU time of the process and its workers (the larger of ``os.wait4``'s and a psutil sample of the process
    tree every 0.1 s).  The acceptance of issue 36: one 64-model LiRA repetition at ``--n-jobs 2`` keeps both
    workers busy, CPU time ≥ 1.7 × wall.
@@ -65,6 +67,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -595,37 +598,6 @@ class Simulated:
     busy: float = field(default=0.0)
 
 
-class _SummedSizer:
-    """:class:`~privgame.engine.tasks.BatchSizer` with its least-squares fit kept as running sums: the same sizes,
-    in O(1) per task.  (The runner's own fit sums every timed task again at each task: O(tasks²) over a run, which
-    the simulation of a record game's 20,000 tasks cannot afford.)"""
-
-    def __init__(self, sizer: Any) -> None:
-        self.sizer = sizer
-        self.n = self.sb = self.st = self.sbb = self.sbt = 0.0
-        self.sizes: set[int] = set()
-        sizer.observe = self.observe
-        sizer.fit = self.fit
-
-    def observe(self, size: int, seconds: float) -> None:
-        if size > 0 and math.isfinite(seconds) and seconds >= 0:
-            self.sizer.timed.append((size, seconds))
-            self.n += 1
-            self.sb += size
-            self.st += seconds
-            self.sbb += size * size
-            self.sbt += size * seconds
-            self.sizes.add(size)
-
-    def fit(self) -> tuple[float, float] | None:
-        if len(self.sizes) < 2:
-            return None
-        mean_b, mean_t = self.sb / self.n, self.st / self.n
-        var = self.sbb - self.n * mean_b * mean_b
-        c = max((self.sbt - self.n * mean_b * mean_t) / var, 1e-9)
-        return max(mean_t - c * mean_b, 0.0), c
-
-
 def simulate(
     jobs: Sequence[JobModel],
     starts: Sequence[float],
@@ -633,19 +605,22 @@ def simulate(
     separate: bool,
     overhead: float = 0.0,
     warmup: float = 0.0,
-    parent_until: float | None = None,
+    parent: bool = False,
+    parent_until: float = math.inf,
+    startup: float = 0.0,
     sizer_workers: int | None = None,
     shutdown: float = 0.0,
     cores: float | None = None,
     kappa: float = 1.0,
 ) -> Simulated:
     """List-schedule ``jobs`` as the runner hands them out (its :class:`WorkQueue`) on agents that join at
-    ``starts``: each free agent takes the queue's next task, or waits for the next task to end.  Agent 0 is the
-    parent when ``parent_until`` is given (it takes tasks until then, with no overhead).  With ``cores``, the busy
-    agents share that many cores equally (processor sharing: one machine), each at ``kappa`` of its fair share while
-    they are more than the cores; ``None``: each its own core.  A lone
-    agent stores each trial itself; otherwise the client stores them one at a time beside the work.  See the module
-    docstring."""
+    ``starts``: each free agent takes the queue's next task, or waits for the next task to end.  With ``parent``,
+    agent 0 is the parent: it takes tasks (with no overhead; batches of one run, as the runner's parent) until a
+    worker is ready or ``parent_until``, whichever comes first, and the others first spend ``startup`` seconds of
+    work starting (loky's pool).  With ``cores``, the busy agents share that many cores
+    equally (processor sharing: one machine), each at ``kappa`` of its fair share while they are more than the
+    cores; ``None``: each its own core.  A lone agent stores each trial itself; otherwise the client stores them one
+    at a time beside the work.  See the module docstring."""
     from privgame.engine.tasks import RunsTask, WorkQueue
 
     n = len(starts)
@@ -656,15 +631,14 @@ def simulate(
         limit=lambda j: jobs[j].limit,
         n_workers=sizer_workers or max(n, 1),
     )
-    for sizer in work._sizers.values():
-        _SummedSizer(sizer)
     made: set[tuple[Hashable, int]] = set()
     idle = [(t, i) for i, t in enumerate(starts)]  # (when the agent next looks for a task, agent): a heap
     heapify(idle)
     waiting: list[int] = []  # idle agents the queue had nothing for: they look again when a task ends
     fresh = [True] * n  # its first task pays the warm-up
     timed = [False] * n  # its first batch of runs is not timed (runner._make_runs)
-    parent = parent_until is not None
+    booting = [parent and i > 0 and startup > 0 for i in range(n)]  # a loky worker not started yet
+    ready = not parent  # whether a worker is ready (the parent then plays no more)
     inline = n == 1
     # processor sharing: every busy agent advances at the same rate, so a task ends when the "virtual" clock, which
     # runs at that rate, reaches its start plus its work: one heap of virtual end times
@@ -683,14 +657,19 @@ def simulate(
         now = to
 
     while True:
-        while idle and parent and idle[0][1] == 0 and idle[0][0] >= parent_until:
-            heappop(idle)  # the parent plays no more once a worker is ready
+        while idle and parent and idle[0][1] == 0 and (ready or idle[0][0] >= parent_until):
+            heappop(idle)  # the parent plays no more once a worker is ready (or once they start, on a full machine)
         take_at = idle[0][0] if idle else math.inf
         end_at = now + (events[0][0] - virtual) / rate() if events else math.inf
         if take_at < end_at:
             _, i = heappop(idle)
             advance(max(take_at, now))
-            task = work.take()
+            if booting[i]:  # the worker's start: work on this machine, no task
+                booting[i] = False
+                heappush(events, (virtual + startup, seq, i, None, math.nan))
+                seq, n_busy = seq + 1, n_busy + 1
+                continue
+            task = work.take(most=1 if parent and i == 0 else None)
             if task is None:
                 if not events:
                     break
@@ -730,7 +709,9 @@ def simulate(
         for w in waiting:
             heappush(idle, (now, w))
         waiting.clear()
-        if isinstance(task, RunsTask):
+        if task is None:
+            ready = True
+        elif isinstance(task, RunsTask):
             job = jobs[task.job]
             made.update((job.family, k) for k in task.runs)
             work.finished(task, observed)
@@ -771,23 +752,31 @@ def predict(
     ``"slurm"`` (W workers of that backend; the sizer told ``sizer`` workers, default as privgame does); ``warm``:
     the kind of warm-up (``machine.warmup``'s key); ``cores``: the cores the processes share (loky: W, one machine
     of W cores; else ``None``, each worker its own core)."""
+    from privgame.engine.tasks import WorkQueue
+
     head = machine.process + serial
     warmup = machine.warmup[warm]
     if backend == "parent":
         sim = simulate(jobs, [head], separate=False, warmup=warmup, cores=cores, kappa=machine.kappa)
     elif backend == "loky":
         b = machine.loky
-        delay = min(max(head, 0.5), 10.0)  # runner._worker_start_delay: the parent's CPU time so far
-        # the workers start while the parent plays: W + 1 busy processes on the machine's cores
-        slow = max(1.0, (workers + 1) / (cores or workers))
-        ready = [head + delay + b.first * slow] + [head + delay + b.every * slow] * (workers - 1)
+        # runner._run_local: on a machine whose cores the workers take, the parent takes nothing new once they
+        # start, and nothing at all when the first trial is split from the start (they start at once)
+        spare = workers < (cores or workers)
+        first_split = WorkQueue(
+            jobs, runs=lambda j: j.runs, key=lambda j: j.key, limit=lambda j: j.limit, n_workers=workers
+        ).splits_next()
+        plays = spare or not first_split
+        delay = min(max(head, 0.5), 10.0) if plays else 0.0  # runner._worker_start_delay: the parent's CPU time
         sim = simulate(
             jobs,
-            [head, *ready],
+            [head] + [head + delay] * workers,
             separate=True,
             overhead=b.overhead,
             warmup=warmup,
-            parent_until=ready[0],
+            parent=True,
+            parent_until=math.inf if spare else head + delay,
+            startup=b.every,
             sizer_workers=sizer or workers,
             shutdown=b.shutdown,
             cores=cores or workers,
@@ -797,8 +786,7 @@ def predict(
         b = machine.dask if backend == "dask" else machine.slurm
         assert b is not None
         ready = [head + b.first] + [head + b.every] * (workers - 1)
-        # privgame run --cluster slurm / --dask-scheduler ADDRESS: n_jobs = 1, so the sizer plans for max(1, 2)
-        default = workers if backend == "dask" else 2
+        default = workers  # the runner sizes batches for a Slurm run's cores × jobs, a local cluster's workers
         sim = simulate(
             jobs,
             ready,
@@ -930,6 +918,7 @@ class Bench:
         self.work, self.quick = work, quick
         self.passes = 1 if quick else 2  # runs of each check, the faster kept
         self.check_cores = math.nan  # the free cores the check's predictions assumed
+        self.check_kappa = math.nan  # and κ
         self.loaded: dict[str, Loaded] = {}
         self.costs: dict[str, RunCost] = {}
         self.trials: dict[str, TrialCost] = {}
@@ -1100,14 +1089,9 @@ class Bench:
                 parts.append(f"{label} {sim.makespan:,.0f} [{sim.low:,.0f}-{sim.high:,.0f}]")
                 if label == "512":
                     row["512_runs_made"], row["runs_distinct"] = sim.runs_made, sim.runs_unique
-                    told = predict(jobs, serial, machine, kind, w, warm=warm, sizer=w)
-                    row["512_sizer_told_512"] = round(told.makespan, 1)
             predicted[name] = row
             _say(f"  {name:22s} " + "; ".join(parts))
-            _say(
-                f"  {'':22s} at 512: {row['512_runs_made']} runs made of {row['runs_distinct']} distinct; with the "
-                f"sizer told 512 workers {row['512_sizer_told_512']:,.0f} s"
-            )
+            _say(f"  {'':22s} at 512: {row['512_runs_made']} runs made of {row['runs_distinct']} distinct")
         return predicted
 
     # -- 4
@@ -1127,19 +1111,23 @@ class Bench:
             for w in (1, 2):
                 extra = ("--cluster", "slurm", "--slurm-jobs", str(w), "--slurm-memory", "1GB")
                 variants.append((f"slurm_{w}", "slurm", w, extra))
-        # the machine as the runs find it: its cores, less what other work takes (two CPU-bound processes' speed)
+        # the machine as the runs find it: its cores less what other work takes (two CPU-bound processes' speed), and
+        # κ, each process's share when more are busy than cores (three processes training MLPs on two cores)
         speed = two_processes_speed()
         cores = (os.cpu_count() or 1) * min(speed, 1.0)
-        self.check_cores = round(cores, 2)
+        kappa = 1.0 if self.quick else oversubscribed_speed(os.cpu_count() or 1)
+        self.check_cores, self.check_kappa = round(cores, 2), round(kappa, 2)
         _say(
-            f"  two CPU-bound processes at once now run at {speed:.2f} of one alone: {cores:.2f} free cores for the "
-            f"prediction (in brackets: {os.cpu_count()} free cores)"
+            f"  now: two CPU-bound processes at once run at {speed:.2f} of one alone ({cores:.2f} free cores); "
+            f"{(os.cpu_count() or 1) + 1} processes training MLPs each get {kappa:.2f} of their fair share (κ); "
+            f"in brackets the prediction on {os.cpu_count()} free cores, κ = 1"
         )
+        here = dataclasses.replace(machine, kappa=kappa)
         predicted, nominal = {}, {}
         for short, name, jobs in configs:
             serial, warm = self.get(name).serial, warm_kind(name)
             for variant, kind, w, _ in variants:
-                predicted[short, variant] = predict(jobs, serial, machine, kind, w, warm=warm, cores=cores).makespan
+                predicted[short, variant] = predict(jobs, serial, here, kind, w, warm=warm, cores=cores).makespan
                 nominal[short, variant] = predict(
                     jobs, serial, machine, kind, w, warm=warm, cores=os.cpu_count()
                 ).makespan
@@ -1254,15 +1242,9 @@ def main() -> None:
         _say(f"  a run's fixed cost (privgame run of one tiny trial): {process:.2f} s; a worker's warm-up: {shown}")
         speed = two_processes_speed()
         _say(f"  two CPU-bound processes at once each run at {speed:.2f} of one alone (1.00: two free cores)")
-        kappa = 1.0 if args.quick else oversubscribed_speed(os.cpu_count() or 1)
-        if not args.quick:
-            _say(
-                f"  {(os.cpu_count() or 1) + 1} processes training MLPs on {os.cpu_count()} cores each get {kappa:.2f} "
-                "of their fair share (κ; 1.00: sharing costs nothing)"
-            )
         reason = slurm_skip_reason(args.no_slurm or args.quick)
         loky, dask, slurm = backends(60 if args.quick else args.tasks, reason, work)
-        machine = Machine(process, warm, loky, dask, slurm, kappa)
+        machine = Machine(process, warm, loky, dask, slurm)
         predicted = bench.predict_table(machine)
         slurm_check: Any = contextlib.nullcontext()
         if slurm is not None:
@@ -1284,7 +1266,7 @@ def main() -> None:
                 "process_start": round(process, 2),
                 "worker_warmup": {k: round(v, 2) for k, v in warm.items()},
                 "two_processes_speed": round(speed, 2),
-                "kappa": round(kappa, 2),
+                "check_kappa": bench.check_kappa,
                 "serial": {k: round(v.serial, 2) for k, v in bench.loaded.items()},
                 "backends": {
                     "loky": loky.as_json(),
