@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,9 @@ class TableSchema:
     categories: tuple[tuple[object, ...] | None, ...]
     low: NDArray[np.float64]
     span: NDArray[np.float64]
+    # per column, the categorical dtypes seen with exactly the schema's categories (held, so never another object
+    # at the same address): a release's columns share their dtype object, compared once instead of per table
+    _matching: dict[int, list[pd.CategoricalDtype]] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def of(cls, auxiliary: pd.DataFrame) -> TableSchema:
@@ -70,13 +73,12 @@ class TableSchema:
         """
         self.check(table)
         out = np.empty(table.shape, dtype=np.float64)
-        for j, c in enumerate(table.columns):
-            col = table[c]
+        for j, (c, col) in enumerate(table.items()):
             cats = self.categories[j]
             if cats is not None:
-                same = isinstance(col.dtype, pd.CategoricalDtype) and tuple(col.cat.categories) == cats
+                same = isinstance(col.dtype, pd.CategoricalDtype) and self._same_categories(j, col.dtype)
                 # get_indexer gives −1 for a missing or unknown value (pd.Categorical warns on unknown values)
-                out[:, j] = col.cat.codes.to_numpy() if same else pd.Index(cats).get_indexer(pd.Index(col))
+                out[:, j] = col.array.codes if same else pd.Index(cats).get_indexer(pd.Index(col))
             elif pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
                 out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
             else:
@@ -84,6 +86,17 @@ class TableSchema:
                     f"column {c!r} of the release must be numeric, as in the auxiliary data, got {col.dtype}."
                 )
         return out
+
+    def _same_categories(self, j: int, dtype: pd.CategoricalDtype) -> bool:
+        """Whether ``dtype``'s categories are column j's, in the schema's order (the codes then are the schema's)."""
+        seen = self._matching.setdefault(j, [])
+        if any(dtype is known for known in seen):
+            return True
+        if tuple(dtype.categories) != self.categories[j]:
+            return False
+        if len(seen) < 8:  # a few dtypes per column: a generator's own, the data's
+            seen.append(dtype)
+        return True
 
     def one_hot(self, table: pd.DataFrame) -> NDArray[np.float64]:
         """One-hot categorical columns (every public category, so widths never depend on the data) and numeric
