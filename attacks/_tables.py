@@ -33,7 +33,7 @@ class TableSchema:
     span: NDArray[np.float64]
     # per column, the categorical dtypes seen with exactly the schema's categories (held, so never another object
     # at the same address): a release's columns share their dtype object, compared once instead of per table
-    _matching: dict[int, list[pd.CategoricalDtype]] = field(default_factory=dict, init=False, repr=False)
+    _matching: dict[int, list[pd.CategoricalDtype]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, auxiliary: pd.DataFrame) -> TableSchema:
