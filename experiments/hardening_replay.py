@@ -495,7 +495,7 @@ def _fifo_cache(ws: Workspace) -> Replay:
     ws.write("tiny.toml", TINY_MODEL_SEEDED)
     cache = ws.work / "cache"
     ws.setup("run", "tiny.toml", "--out", "first", "--no-progress", "--cache-dir", cache)
-    for path in _entries(cache, "parquet"):
+    for path in _entries(cache, "npz"):  # the generator's tables (privgame.core.cache's frame form)
         for entry in (path, path.with_suffix(".sha256")):
             entry.unlink()
             os.mkfifo(entry)
@@ -695,7 +695,7 @@ def _folder_cache(ws: Workspace) -> Replay:
     cache = ws.work / "cache"
     ws.setup("run", "tiny.toml", "--out", "first", "--no-progress", "--cache-dir", cache)
     kept = []
-    for path in _entries(cache, "parquet"):
+    for path in _entries(cache, "npz"):  # the generator's tables (privgame.core.cache's frame form)
         path.unlink()
         path.mkdir()
         (path / "keep").write_text("a stranger's file")

@@ -3,7 +3,8 @@
 A release is a deterministic function of (the mechanism's class and parameters, the privgame version, the source
 of the mechanism's package and of ``analysis/`` and the numerical libraries' versions, the input data's content,
 the seed's entropy and spawn key), and that is its key in :class:`privgame.core.cache.ArtefactCache`.
-Tables (``release_kind == "table"``, the synthetic-data generators) are cached as Parquet; trained models
+Tables (``release_kind == "table"``, the synthetic-data generators) are cached as an npz of plain arrays, or as
+Parquet when their columns do not allow it (:meth:`privgame.core.cache.ArtefactCache.put_table`); trained models
 (``release_kind == "model"`` on a :class:`privgame.mechanisms.training.data.TrainingData`) as the npz of their arrays
 (:meth:`privgame.mechanisms.training.release.ModelRelease.to_arrays`, decoded by
 :func:`privgame.mechanisms.training.release.decode_release`); a DP-SGD canary mechanism's per-canary values on a

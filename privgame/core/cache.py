@@ -6,16 +6,21 @@ the privgame version, the content hash of its input data, the seed's entropy and
 any of these gives another key, so a changed input always misses: a cache never answers for an artefact it did
 not store (the failure mode most reported against LeakPro and Privacy Meter, SPEC §8).
 
-Storage (``ROOT/v1/<kind>/<key[:2]>/<key>.<ext>``) is Parquet (tables), npz without pickles (arrays) or JSON,
-never a pickle, so a cache directory from elsewhere can hold no code.  Each entry is written to a temporary name
-and renamed into place, then its marker is written beside it (``<key>.sha256``, the completion marker: the
-payload's SHA-256 and the entry it belongs to, ``<kind>/<key>``): a run killed at any moment leaves whole entries
-or none, and a damaged entry (truncated, edited, its payload missing, or another entry's payload and marker copied
-over it, whose checksum matches but whose marker names the other key) fails its check on read, is reported with a
-warning, deleted and treated as a miss, so that it is regenerated.
+Storage (``ROOT/v1/<kind>/<key[:2]>/<key>.<ext>``) is an uncompressed npz of plain arrays (kind ``frame``: tables
+whose columns are all numeric or categorical with string categories, such as the generators' synthetic tables,
+written and read back several times faster than as Parquet, as nothing is converted), Parquet (kind ``table``: any
+other table, and the tables stored by earlier versions), an npz (``arrays``) or JSON (``json``); every npz is read
+with ``allow_pickle=False``.  Nothing is a pickle, so a cache directory from elsewhere can hold no code.  Each entry
+is written to a temporary name and renamed into place, then its marker is written beside it (``<key>.sha256``, the
+completion marker: the payload's SHA-256 and the entry it belongs to, ``<kind>/<key>``): a run killed at any moment
+leaves whole entries or none, and a damaged entry (truncated, edited, its payload missing, or another entry's
+payload and marker copied over it, whose checksum matches but whose marker names the other key) fails its check on
+read, is reported with a warning, deleted and treated as a miss, so that it is regenerated.  A frame entry is also
+checked array by array when it is decoded (``_decode_frame``): one that is not exactly what this module writes is a
+damaged entry too.
 
-This module is in ``analysis/`` because both ``mechanisms/`` and ``attacks/`` use it and may import nothing
-else of ours; it imports nothing of ours itself.
+This module is in ``privgame.core``, the bottom layer, because ``mechanisms``, ``attacks`` and ``analysis`` all use
+it; it imports nothing of ours outside ``privgame.core``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import os
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import metadata
@@ -52,8 +58,9 @@ __all__ = [
 ]
 
 _LAYOUT = "v1"
-_KINDS = ("table", "arrays", "json")
-_EXT = {"table": "parquet", "arrays": "npz", "json": "json"}
+_KINDS = ("frame", "table", "arrays", "json")
+# a table is stored as a "frame" (npz) when its columns allow it, else as a "table" (Parquet): get_table reads either
+_EXT = {"frame": "npz", "table": "parquet", "arrays": "npz", "json": "json"}
 
 
 class CacheError(ValueError):
@@ -233,11 +240,44 @@ def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
 
 
 def _schema_signature(data: pd.DataFrame) -> tuple[tuple[Any, ...], ...]:
-    """A hashable description of ``data``'s columns: name (with its type), dtype and the categories' dtype."""
+    """A hashable description of ``data``'s columns: name (with its type) and dtype, a categorical's categories in
+    their order, with their dtype.
+
+    Not the ``CategoricalDtype`` itself: two unordered ones with the same categories in another order are equal
+    (and hash alike), but the same codes mean other values under them.
+    """
     return tuple(
-        (type(c), str(c), dtype, str(dtype.categories.dtype) if isinstance(dtype, pd.CategoricalDtype) else "")
+        (type(c), str(c), _categories_identity(dtype) if isinstance(dtype, pd.CategoricalDtype) else dtype)
         for c, dtype in zip(data.columns, data.dtypes, strict=True)
     )
+
+
+def _categories_identity(dtype: pd.CategoricalDtype) -> tuple[Any, ...]:
+    """What tells ``dtype``'s categories from any other's: their dtype, and their values in order, exactly (numbers
+    by their bytes, so ``-0.0`` is not ``0.0``; objects with their types, so ``1`` is not ``1.0`` nor ``True``).
+
+    Remembered per dtype object (a generator's releases share their input's dtypes): an entry holds its dtype, so
+    the ``id`` it is found by cannot be another object's while it is kept.
+    """
+    known = _CATEGORIES_IDENTITIES.get(id(dtype))
+    if known is not None and known[0] is dtype:
+        return known[1]
+    categories = dtype.categories
+    values: Any
+    if categories.dtype == object:
+        values = tuple((type(x), x) for x in categories)
+    elif isinstance(categories.dtype, np.dtype):
+        values = categories.to_numpy().tobytes()
+    else:
+        values = tuple(categories.tolist())
+    identity = ("category", bool(dtype.ordered), repr(categories.dtype), values)
+    if len(_CATEGORIES_IDENTITIES) >= 256:
+        _CATEGORIES_IDENTITIES.pop(next(iter(_CATEGORIES_IDENTITIES)))
+    _CATEGORIES_IDENTITIES[id(dtype)] = (dtype, identity)
+    return identity
+
+
+_CATEGORIES_IDENTITIES: dict[int, tuple[pd.CategoricalDtype, tuple[Any, ...]]] = {}
 
 
 def _schema(data: pd.DataFrame) -> list[list[Any]]:
@@ -270,6 +310,228 @@ def _parquet_exact_schema(data: pd.DataFrame) -> bool:
 
 _PARQUET_EXACT: BoundedMemo[bool] = BoundedMemo(64)
 """Per schema (see :func:`_parquet_exact_schema`): whether a table of it reads back from Parquet identical."""
+
+
+# -- the frame form: a table as an uncompressed npz of plain arrays --------------------------------------------------
+# Members: ``layout`` (int64: a header row, then one row per column), ``strings`` (the column names, then each
+# categorical column's categories, in column order) and one 2-D array per numpy dtype in use, named by the dtype
+# (``int64``, ``int8`` ...), whose rows are the columns of that dtype (values, or a categorical's codes) in column
+# order.  As few members as that, because reading each costs tens of microseconds whatever its size.
+#   header row: [_FRAME_FORMAT, number of rows, the column names' dtype (index into _STRING_DTYPES), 0]
+#   column row: [form (_NUMERIC, _CATEGORICAL or _ORDERED), its array's dtype (index into _FRAME_DTYPES),
+#                its number of categories, their dtype (index into _STRING_DTYPES)], the last two 0 when numeric
+_FRAME_FORMAT = 1
+_NUMERIC, _CATEGORICAL, _ORDERED = 0, 1, 2
+_FRAME_DTYPES: tuple[np.dtype[Any], ...] = tuple(
+    np.dtype(name)
+    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+)
+_FRAME_DTYPE_CODES = {dtype: code for code, dtype in enumerate(_FRAME_DTYPES)}
+_CODES_DTYPES = frozenset(code for code, dtype in enumerate(_FRAME_DTYPES) if dtype.kind == "i")
+
+
+def _string_dtypes() -> tuple[Any, ...]:
+    """The dtypes of column names and categories that the frame form keeps, at fixed positions (their codes in
+    files): ``object`` holding ``str`` (pandas 2), then pandas 3's ``str`` in each storage (``None`` where the installed
+    pandas has no such dtype: an entry naming it is refused as damaged)."""
+    dtypes: list[Any] = [np.dtype(object)]
+    for storage in ("pyarrow", "python"):
+        try:
+            dtypes.append(pd.StringDtype(storage, na_value=np.nan))
+        except (TypeError, ImportError):  # pragma: no cover - pandas < 2.3, or without pyarrow
+            dtypes.append(None)
+    return tuple(dtypes)
+
+
+_STRING_DTYPES = _string_dtypes()
+
+_FramePlan = tuple[int, "NDArray[np.str_]", tuple[tuple[int, int, int], ...]]
+"""What a table's schema fixes in its frame form: the names' dtype code, ``strings``, and per column its form, number
+of categories and their dtype code."""
+
+
+def _known_string_dtype(code: int) -> bool:
+    """Whether ``code`` (read from an entry) names one of ``_STRING_DTYPES`` that the installed pandas has."""
+    return 0 <= code < len(_STRING_DTYPES) and _STRING_DTYPES[code] is not None
+
+
+def _string_code(index: pd.Index) -> int | None:
+    """The code of ``index``'s dtype in ``_STRING_DTYPES``, or ``None`` (another dtype, or objects not all ``str``)."""
+    code = next((i for i, dtype in enumerate(_STRING_DTYPES) if dtype is not None and index.dtype == dtype), None)
+    if code is None or (index.dtype == object and not all(isinstance(x, str) for x in index)):
+        return None
+    return code
+
+
+def _plan_key(frame: pd.DataFrame) -> tuple[Any, ...] | None:
+    """What decides a table's :data:`_FramePlan` (its schema, and the dtype of its column names), or ``None`` when
+    something the frame form does not keep is set (attributes, a named or multi-level column index, no column)."""
+    columns = frame.columns
+    if type(columns) is not pd.Index or columns.name is not None or frame.attrs or frame.shape[1] == 0:
+        return None
+    return _schema_signature(frame), repr(columns.dtype)
+
+
+def _frame_plan(frame: pd.DataFrame) -> _FramePlan | None:
+    """``frame``'s :data:`_FramePlan`, or ``None`` when its columns do not fit the frame form."""
+    names_code = _string_code(frame.columns)
+    if names_code is None or not frame.columns.is_unique:
+        return None
+    strings: list[str] = list(frame.columns)
+    columns = []
+    for dtype in frame.dtypes:
+        if isinstance(dtype, pd.CategoricalDtype):
+            categories_code = _string_code(dtype.categories)
+            if categories_code is None:
+                return None
+            strings += dtype.categories.tolist()
+            columns.append((_ORDERED if dtype.ordered else _CATEGORICAL, len(dtype.categories), categories_code))
+        elif dtype in _FRAME_DTYPE_CODES:
+            columns.append((_NUMERIC, 0, 0))
+        else:
+            return None
+    return names_code, np.array(strings, dtype=str), tuple(columns)
+
+
+def _encode_frame(frame: pd.DataFrame, plan: _FramePlan) -> dict[str, NDArray[Any]]:
+    """The npz members of ``frame`` (see above), whose schema gave ``plan``."""
+    names_code, strings, columns = plan
+    layout = [[_FRAME_FORMAT, len(frame), names_code, 0]]
+    groups: dict[int, list[NDArray[Any]]] = {}
+    # numbered columns: iterating over a frame whose names are pyarrow strings spends most of its time on the names
+    numbered = frame.set_axis(pd.RangeIndex(len(columns)), axis=1)
+    for (_, column), (form, size, categories_code) in zip(numbered.items(), columns, strict=True):
+        values = column.to_numpy() if form == _NUMERIC else column.array.codes
+        code = _FRAME_DTYPE_CODES[values.dtype]  # codes: int8 to int64, as pandas makes them
+        layout.append([form, code, size, categories_code])
+        groups.setdefault(code, []).append(values)
+    arrays = {"layout": np.array(layout, dtype=np.int64), "strings": strings}
+    for code, rows in groups.items():
+        arrays[_FRAME_DTYPES[code].name] = np.stack(rows)
+    return arrays
+
+
+def _frame_payload(arrays: Mapping[str, NDArray[Any]]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, allow_pickle=False, **arrays)
+    return buf.getvalue()
+
+
+def _checked_plan(frame: pd.DataFrame) -> _FramePlan | None:
+    """``frame``'s plan when a table of its schema reads back from the frame form identical, else ``None``.
+
+    The values of numeric columns and the codes of categorical ones are stored bit for bit, so this depends on the
+    schema alone (a column name or category that text arrays cannot hold, such as one ending in NUL, is caught here).
+    """
+    plan = _frame_plan(frame)
+    if plan is None:
+        return None
+    payload = _frame_payload(_encode_frame(frame, plan))
+    try:
+        pd.testing.assert_frame_equal(_decode_frame(_load_stored_npz(payload)), frame, check_exact=True)
+    except (AssertionError, ValueError):  # e.g. names "a" and "a\0", one name once NULs are cut
+        return None
+    return plan
+
+
+_FRAME_PLANS: BoundedMemo[_FramePlan | None] = BoundedMemo(64)
+"""Per :func:`_plan_key`: the checked plan of tables of that schema (``None``: they are stored as Parquet)."""
+
+
+def _frame_schema(
+    strings: NDArray[np.str_], body: list[list[int]], names_code: int
+) -> tuple[pd.Index, list[pd.CategoricalDtype | None]]:
+    """The column index and the categorical dtypes that ``strings`` and the column rows ``body`` describe."""
+    k = len(body)
+    names = strings[:k].tolist()
+    if len(set(names)) != k:
+        raise ValueError("its column names are not distinct")
+    dtypes: list[pd.CategoricalDtype | None] = []
+    start = k
+    for form, _, size, categories_code in body:
+        if form == _NUMERIC:
+            dtypes.append(None)
+            continue
+        categories = pd.Index(strings[start : start + size].tolist(), dtype=_STRING_DTYPES[categories_code])
+        start += size
+        dtypes.append(pd.CategoricalDtype(categories, ordered=form == _ORDERED))  # refuses repeated categories
+    return pd.Index(names, dtype=_STRING_DTYPES[names_code]), dtypes
+
+
+_FRAME_SCHEMAS: BoundedMemo[tuple[pd.Index, list[pd.CategoricalDtype | None]]] = BoundedMemo(64)
+"""Per exact content of an entry's layout (less its row count) and ``strings``: its column index and categorical
+dtypes, built once.  Keyed by those bytes, so an entry is decoded with the names and categories it holds, never with
+those of another entry."""
+
+
+def _load_stored_npz(payload: bytes) -> dict[str, NDArray[Any]]:
+    """The arrays of an npz whose members are all stored uncompressed (no decompression bomb), without pickles."""
+    loaded = np.load(io.BytesIO(payload), allow_pickle=False)
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError("it is not an npz")
+    with loaded as data:
+        if data.zip is None or any(info.compress_type != zipfile.ZIP_STORED for info in data.zip.infolist()):
+            raise ValueError("it has compressed members")
+        arrays = {name: data[name] for name in data.files}
+    if not all(isinstance(array, np.ndarray) for array in arrays.values()):  # a member that is no .npy is bytes
+        raise ValueError("it has a member that is not an array")
+    return arrays
+
+
+def _decode_frame(arrays: Mapping[str, NDArray[Any]]) -> pd.DataFrame:
+    """The table that :func:`_encode_frame` made ``arrays`` of; anything else raises ``ValueError``.
+
+    Every part is checked (the members, their dtypes and shapes, codes within their categories, names distinct
+    strings, categories distinct), since an entry may come from someone else (docs/security.md).
+    """
+    layout, strings = arrays.get("layout"), arrays.get("strings")
+    if layout is None or layout.dtype != np.int64 or layout.ndim != 2 or layout.shape[0] < 2 or layout.shape[1] != 4:
+        raise ValueError("its layout is not a table's")
+    if strings is None or strings.dtype.kind != "U" or strings.ndim != 1:
+        raise ValueError("its strings are not a text array")
+    (version, n, names_code, spare), *body = layout.tolist()
+    if version != _FRAME_FORMAT or n < 0 or spare != 0 or not _known_string_dtype(names_code):
+        raise ValueError(f"its header {[version, n, names_code, spare]} is not a table's")
+    n_strings = len(body)
+    members: dict[int, list[int]] = {}  # per dtype code, its columns
+    for j, (form, code, size, categories_code) in enumerate(body):
+        if form == _NUMERIC:
+            valid = 0 <= code < len(_FRAME_DTYPES) and size == categories_code == 0
+        else:
+            valid = form in (_CATEGORICAL, _ORDERED) and code in _CODES_DTYPES and 0 <= size <= len(strings)
+            valid = valid and _known_string_dtype(categories_code)
+            n_strings += size
+        if not valid:
+            raise ValueError(f"its column {j} is described as {[form, code, size, categories_code]}")
+        members.setdefault(code, []).append(j)
+    if n_strings != len(strings):
+        raise ValueError(f"it holds {len(strings)} names and categories for {n_strings}")
+    if set(arrays) != {"layout", "strings", *(_FRAME_DTYPES[code].name for code in members)}:
+        raise ValueError(f"its members {sorted(arrays)} are not a table's")
+    columns: list[NDArray[Any]] = [np.empty(0)] * len(body)
+    for code, js in members.items():
+        group = arrays[_FRAME_DTYPES[code].name]
+        if group.dtype != _FRAME_DTYPES[code] or group.shape != (len(js), n):
+            raise ValueError(
+                f"its {_FRAME_DTYPES[code].name} array holds {group.dtype} of shape {group.shape}, not {len(js)} "
+                f"columns of {n} rows"
+            )
+        for row, j in enumerate(js):
+            columns[j] = group[row]
+        coded = [row for row, j in enumerate(js) if body[j][0] != _NUMERIC]
+        if n and coded:
+            low, high = group[coded].min(axis=1), group[coded].max(axis=1)
+            if (low < -1).any() or (high >= [body[js[row]][2] for row in coded]).any():
+                raise ValueError("its category codes are out of range")
+    key = (layout[1:].tobytes(), names_code, strings.dtype.str, strings.tobytes())
+    names, dtypes = _FRAME_SCHEMAS.get(key, lambda: _frame_schema(strings, body, names_code))
+    data = {
+        j: values if dtype is None else pd.Categorical.from_codes(values, dtype=dtype, validate=False)
+        for j, (values, dtype) in enumerate(zip(columns, dtypes, strict=True))
+    }
+    frame = pd.DataFrame(data)
+    frame.columns = names.copy()  # its own Index object: setting a table's ``columns.name`` changes no other table
+    return frame
 
 
 def seed_identity(seed: np.random.SeedSequence) -> dict[str, Any]:
@@ -394,8 +656,11 @@ class ArtefactCache:
     def _put(self, kind: str, key: str, payload: bytes) -> None:
         path = self.path(kind, key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write_bytes(path, payload)
+            try:
+                _atomic_write_bytes(path, payload)
+            except FileNotFoundError:  # the first entry of its kind and prefix: the folder is made then, not probed
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _atomic_write_bytes(path, payload)
             # the marker names its entry, so that a payload and marker copied over another key's fail on read
             marker = f"{hashlib.sha256(payload).hexdigest()} {kind}/{key}\n"
             _atomic_write_bytes(path.with_suffix(".sha256"), marker.encode())
@@ -413,19 +678,37 @@ class ArtefactCache:
 
     # -- typed entries ---------------------------------------------------------------------------------------
     def get_table(self, key: str) -> pd.DataFrame | None:
-        """The table stored under ``key``, or ``None`` (a miss, or a damaged entry now deleted)."""
+        """The table stored under ``key``, or ``None`` (a miss, or a damaged entry now deleted).
+
+        Read from the frame form (npz) when it is there, else from Parquet (tables the frame form does not carry,
+        and entries written by earlier versions).
+        """
+        if os.path.lexists(self.path("frame", key).with_suffix(".sha256")):
+            frame: pd.DataFrame | None = self._get("frame", key, lambda b: _decode_frame(_load_stored_npz(b)))
+            return frame
         table: pd.DataFrame | None = self._get("table", key, lambda b: pd.read_parquet(io.BytesIO(b)))
         return table
 
     def put_table(self, key: str, table: pd.DataFrame) -> bool:
-        """Store a table as Parquet, if it reads back identical (dtypes and category lists included).
+        """Store a table, if it reads back identical (dtypes, category lists and column names included).
 
-        Returns whether it was stored: a table that Parquet cannot carry exactly (e.g. a categorical column whose
-        categories are numbers, which reads back as a plain numeric column) is not cached, so a hit always
+        A table whose columns are all numeric (bool, integers, float32/64) or categorical with string categories,
+        under distinct string names, is stored in the frame form (an uncompressed npz of plain arrays, fast to
+        write and read); any other table as Parquet.  Its index is not kept: it reads back with a ``RangeIndex``.
+
+        Returns whether it was stored: a table that neither form carries exactly (e.g. a categorical column whose
+        categories are numbers, which Parquet reads back as a plain numeric column) is not cached, so a hit always
         equals the recomputed table.
         """
-        buf = io.BytesIO()
+        key_of_plan = _plan_key(table)
+        plan = None
+        if key_of_plan is not None:
+            plan = _FRAME_PLANS.get(key_of_plan, lambda: _checked_plan(table.reset_index(drop=True)))
+        if plan is not None:
+            self._put("frame", key, _frame_payload(_encode_frame(table, plan)))
+            return True
         frame = table.reset_index(drop=True)
+        buf = io.BytesIO()
         frame.to_parquet(buf, index=False)
         payload = buf.getvalue()
 

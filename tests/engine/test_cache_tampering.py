@@ -30,14 +30,15 @@ def _run(config: Path, out: Path, *cache: str) -> pd.DataFrame:
     return _rows(out)
 
 
-def _entries(cache: Path, ext: str) -> list[Path]:
-    return sorted(cache.rglob(f"*.{ext}"))
+def _tables(cache: Path) -> list[Path]:
+    """The cached tables, in either of their forms (privgame.core.cache: an npz frame, or Parquet)."""
+    return sorted([*cache.glob("v1/frame/*/*.npz"), *cache.glob("v1/table/*/*.parquet")])
 
 
 def _swap_all(cache: Path) -> None:
     """Every entry's payload and marker replaced by the next entry's: each checksum matches its payload, but every
     entry is another artefact."""
-    entries = _entries(cache, "parquet")
+    entries = _tables(cache)
     assert len(entries) >= 2
     saved = [(p.read_bytes(), p.with_suffix(".sha256").read_bytes()) for p in entries]
     for k, path in enumerate(entries):
@@ -47,13 +48,13 @@ def _swap_all(cache: Path) -> None:
 
 
 def _truncate_all(cache: Path) -> None:
-    for path in _entries(cache, "parquet"):
+    for path in _tables(cache):
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
 def _drop_payloads(cache: Path) -> None:
     """Markers left pointing at missing payloads."""
-    for path in _entries(cache, "parquet"):
+    for path in _tables(cache):
         path.unlink()
 
 
@@ -79,7 +80,7 @@ def test_a_tampered_cache_entry_is_recomputed_not_reused(tmp_path, tamper):
 
 def _folders(cache: Path) -> None:
     """Every payload replaced by a folder of the same name (holding a file, so it is no empty folder)."""
-    for path in _entries(cache, "parquet"):
+    for path in _tables(cache):
         path.unlink()
         path.mkdir()
         (path / "keep").write_text("a stranger's file")
@@ -87,7 +88,7 @@ def _folders(cache: Path) -> None:
 
 def _fifos(cache: Path) -> None:
     """Every payload and marker replaced by a FIFO: reading one would wait for a writer forever."""
-    for path in _entries(cache, "parquet"):
+    for path in _tables(cache):
         for item in (path, path.with_suffix(".sha256")):
             item.unlink()
             os.mkfifo(item)
@@ -103,7 +104,7 @@ def test_a_cache_entry_that_is_no_file_is_recomputed_without_hanging(tmp_path, t
     _run(config, tmp_path / "first", "--cache-dir", str(cache))
     tamper(cache)
 
-    entries = len(_entries(cache, "parquet"))
+    entries = len(_tables(cache))
     with pytest.warns(UserWarning, match="corrupted cache entry") as caught:
         again = _run(config, tmp_path / "again", "--cache-dir", str(cache))
     pd.testing.assert_frame_equal(again, clean)
@@ -111,6 +112,6 @@ def test_a_cache_entry_that_is_no_file_is_recomputed_without_hanging(tmp_path, t
     assert len(said) == entries, said  # one warning per entry, which says what happened to it
     fate = "a folder in its place is left alone" if tamper is _folders else "it is deleted and will be regenerated"
     assert all(fate in message for message in said), said
-    kept = [p / "keep" for p in _entries(cache, "parquet") if p.is_dir()]
+    kept = [p / "keep" for p in _tables(cache) if p.is_dir()]
     assert all(p.read_text() == "a stranger's file" for p in kept)  # a folder in the cache is never deleted
     assert len(kept) == (entries if tamper is _folders else 0)
