@@ -731,15 +731,23 @@ def _grow(
 @numba.njit(cache=True)
 def _apply(left, right, split_var, threshold, cat_dir, start, end, var_kind, var_pos, xnum, xcat, u_walk):
     """Leaf of each row; a category unseen at a node sends the row on at random (proportional to the counts)."""
+    # each node's split kind (-1: a leaf) and the row of its predictor, looked up once rather than per row and level
+    n_nodes = left.shape[0]
+    node_kind = np.full(n_nodes, -1, np.int64)
+    node_pos = np.zeros(n_nodes, np.int64)
+    for k in range(n_nodes):
+        if left[k] >= 0:
+            node_kind[k] = var_kind[split_var[k]]
+            node_pos[k] = var_pos[split_var[k]]
     m = u_walk.shape[0]
     out = np.empty(m, np.int64)
     for i in range(m):
         node = 0
         u = u_walk[i]
-        while left[node] >= 0:
-            v = split_var[node]
-            p = var_pos[v]
-            if var_kind[v] == _NUMERIC:
+        kind = node_kind[0]
+        while kind >= 0:
+            p = node_pos[node]
+            if kind == _NUMERIC:
                 go_left = xnum[p, i] < threshold[node]
             else:
                 d = cat_dir[node, xcat[p, i]]
@@ -755,8 +763,29 @@ def _apply(left, right, split_var, threshold, cat_dir, start, end, var_kind, var
                 else:
                     go_left = d == _LEFT
             node = left[node] if go_left else right[node]
+            kind = node_kind[node]
         out[i] = node
     return out
+
+
+@numba.njit(cache=True)
+def _sample_donors(rows, start, end, leaves, u_donor):
+    """``rows[start[k] + min(floor(u * size), size - 1)]`` for each leaf ``k`` (``size = end[k] - start[k]``)."""
+    out = np.empty(leaves.shape[0], np.int64)
+    for i in range(leaves.shape[0]):
+        k = leaves[i]
+        size = end[k] - start[k]
+        out[i] = rows[start[k] + min(np.int64(u_donor[i] * size), size - 1)]  # the float64 product, truncated
+    return out
+
+
+@numba.njit(cache=True)
+def _apply_and_sample(
+    left, right, split_var, threshold, cat_dir, start, end, rows, var_kind, var_pos, xnum, xcat, u_walk, u_donor
+):
+    """A donor row for each synthetic row: :func:`_apply`, then :func:`_sample_donors` (one call from Python)."""
+    leaves = _apply(left, right, split_var, threshold, cat_dir, start, end, var_kind, var_pos, xnum, xcat, u_walk)
+    return _sample_donors(rows, start, end, leaves, u_donor)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -810,9 +839,25 @@ class CartTree:
 
     def sample_donors(self, leaves: NDArray[np.int64], u_donor: NDArray[np.float64]) -> NDArray[np.int64]:
         """One training row drawn uniformly from each given leaf (``u_donor`` uniform on [0, 1))."""
-        size = self.end[leaves] - self.start[leaves]
-        pos = self.start[leaves] + np.minimum((u_donor * size).astype(np.int64), size - 1)
-        return self.rows[pos]
+        donors: NDArray[np.int64] = _sample_donors(
+            self.rows, self.start, self.end, _arr(leaves, np.int64), _arr(u_donor, np.float64)
+        )
+        return donors
+
+    def donors(
+        self,
+        xnum: NDArray[np.float64],
+        xcat: NDArray[np.int64],
+        u_walk: NDArray[np.float64],
+        u_donor: NDArray[np.float64],
+    ) -> NDArray[np.int64]:
+        """``sample_donors(apply(xnum, xcat, u_walk), u_donor)`` in one call."""
+        donors: NDArray[np.int64] = _apply_and_sample(
+            self.left, self.right, self.split_var, self.threshold, self.cat_dir, self.start, self.end, self.rows,
+            self.var_kind, self.var_pos, _arr(xnum, np.float64), _arr(xcat, np.int64), _arr(u_walk, np.float64),
+            _arr(u_donor, np.float64),
+        )  # fmt: skip
+        return donors
 
 
 def fit_cart(
@@ -881,4 +926,6 @@ def fit_cart(
 
 def _arr(a: NDArray[Any], dtype: type) -> NDArray[Any]:
     """C-contiguous, writeable (numba compiles one specialisation per layout and read-only flag), of ``dtype``."""
+    if isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable:
+        return a  # what np.require returns here, without its overhead (it is called a dozen times per tree)
     return np.require(a, dtype=dtype, requirements=("C", "W"))

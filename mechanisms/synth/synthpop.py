@@ -196,14 +196,16 @@ class Synthpop(Mechanism):
 
     def release(self, data: Any, *, rng: np.random.Generator) -> pd.DataFrame:
         """Synthesise a table like ``data`` (see the class notes for what is accepted and returned)."""
-        columns = _check_table(data)
-        visit, predictors_of, method_of = self._plan(data, columns)
+        real = _read_table(data)
+        columns = list(real)
+        visit, predictors_of, method_of = self._plan(real, columns)
         n = len(data)
         m = n if self.n_rows is None else self.n_rows
-        real = {c: _Column(data[c]) for c in columns}
         position = {c: i for i, c in enumerate(columns)}
-        synthetic: dict[Hashable, _Synth] = {}
+        in_trees = {p for c in visit if method_of[c] == "cart" for p in predictors_of[c]}
+        design = _Design(real, [c for c in columns if c in in_trees], m)
         lindep = _LindepStats(real, columns)
+        synthetic: dict[Hashable, NDArray[Any]] = {}
 
         for column in visit:
             target = real[column]
@@ -214,19 +216,22 @@ class Synthpop(Mechanism):
                 donors = rng.integers(0, n, size=m)
             else:
                 predictors.sort(key=position.__getitem__)
-                donors = self._cart_donors(
-                    target, [real[c] for c in predictors], [synthetic[c] for c in predictors], rng
-                )
+                donors = self._cart_donors(target, predictors, design, rng)
             values = target.values[donors]
             if self.smoothing == "density" and target.kind == "numeric":
                 values = _smooth_density(values, target, rng)
-            synthetic[column] = _Synth.of(target, values)
+            synthetic[column] = values
+            design.add_synthetic(column, values)
 
-        return pd.DataFrame({c: synthetic[c].output(real[c]) for c in columns}, columns=pd.Index(columns))
+        # built on positions, then labelled: the same frame as pd.DataFrame({c: ...}, columns=pd.Index(columns)),
+        # without that constructor's look-up of every label in a second index of the dict's keys
+        out = pd.DataFrame(dict(enumerate(real[c].output(synthetic[c]) for c in columns)))
+        out.columns = pd.Index(columns)
+        return out
 
     # -----------------------------------------------------------------------------------------------------------
     def _plan(
-        self, data: pd.DataFrame, columns: list[Hashable]
+        self, real: dict[Hashable, _Column], columns: list[Hashable]
     ) -> tuple[list[Hashable], dict[Hashable, list[Hashable]], dict[Hashable, str]]:
         known = set(columns)
         if self.visit_sequence is None:
@@ -266,7 +271,7 @@ class Synthpop(Mechanism):
         in_model = {c for c in visit if method_of[c] == "cart" and predictors_of[c]}
         in_model |= {p for c in in_model for p in predictors_of[c]}
         for col in visit:
-            dtype = data[col].dtype
+            dtype = real[col].dtype
             levels = len(dtype.categories) if isinstance(dtype, pd.CategoricalDtype) else 0
             if levels > self.maxfaclevels and col in in_model and method_of[col] != "sample":
                 raise ValueError(
@@ -277,48 +282,36 @@ class Synthpop(Mechanism):
         return visit, predictors_of, method_of
 
     def _cart_donors(
-        self, target: _Column, real_x: list[_Column], syn_x: list[_Synth], rng: np.random.Generator
+        self, target: _Column, predictors: list[Hashable], design: _Design, rng: np.random.Generator
     ) -> NDArray[np.int64]:
-        n = int(target.values.shape[0])
-        m = int(syn_x[0].num.shape[0])
-        var_kind = np.empty(len(real_x), np.int8)
-        var_pos = np.empty(len(real_x), np.int64)
-        num_real: list[NDArray[np.float64]] = []
-        num_order: list[NDArray[np.int64]] = []
-        num_syn: list[NDArray[np.float64]] = []
-        cat_real: list[NDArray[np.int64]] = []
-        cat_syn: list[NDArray[np.int64]] = []
-        ncat: list[int] = []
-        for v, (col, syn) in enumerate(zip(real_x, syn_x, strict=True)):
-            if col.split_numeric:
-                var_kind[v], var_pos[v] = 0, len(num_real)
-                num_real.append(col.num)
-                num_order.append(col.order)
-                num_syn.append(syn.num)
-            else:
-                var_kind[v], var_pos[v] = 1, len(cat_real)
-                cat_real.append(col.codes)
-                cat_syn.append(syn.codes)
-                ncat.append(col.n_levels)
+        # the predictors' rows of the release's stacked arrays, in the order given (which breaks ties)
+        num_rows: list[int] = []
+        cat_rows: list[int] = []
+        var_kind: list[int] = []
+        var_pos: list[int] = []
+        for column in predictors:
+            kind, row = design.slot[column]
+            rows = num_rows if kind == 0 else cat_rows
+            var_kind.append(kind)
+            var_pos.append(len(rows))
+            rows.append(row)
         tree = fit_cart(
             target.class_codes if target.is_class else target.num,
             classification=target.is_class,
             n_classes=target.n_classes,
-            xnum=_stack(num_real, n, np.float64),
-            sidx=_stack(num_order, n, np.int64),
-            xcat=_stack(cat_real, n, np.int64),
-            ncat=np.asarray(ncat, dtype=np.int64),
-            var_kind=var_kind,
-            var_pos=var_pos,
+            xnum=_rows(design.xnum, num_rows),
+            sidx=_rows(design.sidx, num_rows),
+            xcat=_rows(design.xcat, cat_rows),
+            ncat=_rows(design.ncat, cat_rows),
+            var_kind=np.array(var_kind, dtype=np.int8),
+            var_pos=np.array(var_pos, dtype=np.int64),
             minbucket=self.minbucket,
             minsplit=self.effective_minsplit,
             cp=self.cp,
             max_depth=MAX_DEPTH,
         )
-        u_walk = rng.random(m)
-        u_donor = rng.random(m)
-        leaves = tree.apply(_stack(num_syn, m, np.float64), _stack(cat_syn, m, np.int64), u_walk)
-        return tree.sample_donors(leaves, u_donor)
+        u_walk, u_donor = rng.random((2, design.m))  # one call, the same draws as two in a row
+        return tree.donors(_rows(design.syn_num, num_rows), _rows(design.syn_cat, cat_rows), u_walk, u_donor)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -328,12 +321,12 @@ class _Column:
     """One real column in the forms the trees need (computed lazily, once per release)."""
 
     def __init__(self, series: pd.Series) -> None:
-        self.dtype = series.dtype
-        if isinstance(series.dtype, pd.CategoricalDtype):
-            self.kind = "ordered" if series.dtype.ordered else "categorical"
-            self.values: NDArray[Any] = series.cat.codes.to_numpy(dtype=np.int64)
-            self.n_levels = len(series.dtype.categories)
-        elif pd.api.types.is_bool_dtype(series.dtype):
+        dtype = self.dtype = series.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            self.kind = "ordered" if dtype.ordered else "categorical"
+            self.values: NDArray[Any] = series.array.codes.astype(np.int64)  # the Categorical's codes (no Series)
+            self.n_levels = len(dtype.categories)
+        elif dtype.kind == "b" if isinstance(dtype, np.dtype) else pd.api.types.is_bool_dtype(dtype):
             self.kind = "bool"
             self.values = series.to_numpy(dtype=bool)
             self.n_levels = 2
@@ -362,16 +355,16 @@ class _Column:
     def order(self) -> NDArray[np.int64]:
         """Row order sorting the column ascending (stable), computed once."""
         if self._order is None:
-            self._order = np.argsort(self.num, kind="stable").astype(np.int64)
+            order = _counting_order(self.num)  # empty unless the values are whole numbers in a short range
+            self._order = order if order.shape[0] else np.argsort(self.num, kind="stable").astype(np.int64)
         return self._order
 
     def _classes(self) -> tuple[NDArray[np.int64], int]:
         if self._class is None:
             codes = self.codes
             if self.is_class:  # codes in [0, n_levels): np.unique's inverse without its sort
-                seen = np.bincount(codes, minlength=self.n_levels) > 0
-                rank = np.cumsum(seen, dtype=np.int64) - 1
-                self._class = rank[codes], int(rank[-1]) + 1
+                dense, n_present = _dense_codes(codes, self.n_levels)
+                self._class = dense, int(n_present)
             else:
                 present, dense = np.unique(codes, return_inverse=True)
                 self._class = dense.astype(np.int64), int(present.shape[0])
@@ -398,29 +391,106 @@ class _Column:
                 return places
         return 15
 
+    def output(self, values: NDArray[Any]) -> Any:
+        """Synthetic ``values`` (as in :attr:`values`) in the column's dtype, as an array (a DataFrame is built
+        faster from arrays than from Series)."""
+        if self.kind in ("categorical", "ordered"):
+            assert isinstance(self.dtype, pd.CategoricalDtype)
+            return pd.Categorical.from_codes(values, dtype=self.dtype, validate=False)  # codes of real rows
+        if isinstance(self.dtype, np.dtype):
+            return values.astype(self.dtype, copy=False)
+        return pd.Series(values).astype(self.dtype)  # an extension dtype, e.g. pandas' nullable boolean
 
-@dataclass(frozen=True)
-class _Synth:
-    """One synthesised column: its values in the input's representation, and as tree inputs."""
 
-    values: NDArray[Any]
-    num: NDArray[np.float64]
-    codes: NDArray[np.int64]
+@numba.njit(cache=True)
+def _counting_order(x: NDArray[np.float64]) -> NDArray[np.int64]:
+    """``np.argsort(x, kind="stable")`` by a counting sort, for whole numbers spanning at most ``4 n + 256`` values
+    (ages, hours, codes); an empty array otherwise.  The keys ``x - min(x)`` are then exact, distinct integers."""
+    n = x.shape[0]
+    lo = hi = x[0]
+    for value in x:
+        lo = min(lo, value)
+        hi = max(hi, value)
+    if not hi - lo <= 4 * n + 256:  # also NaN or infinite
+        return np.empty(0, np.int64)
+    start = np.zeros(np.int64(hi - lo) + 2, np.int64)
+    for value in x:
+        if value != np.floor(value):
+            return np.empty(0, np.int64)
+        start[np.int64(value - lo) + 1] += 1
+    for k in range(start.shape[0] - 1):
+        start[k + 1] += start[k]
+    order = np.empty(n, np.int64)
+    for i in range(n):  # rows in order within each value: stable
+        key = np.int64(x[i] - lo)
+        order[start[key]] = i
+        start[key] += 1
+    return order
 
-    @classmethod
-    def of(cls, column: _Column, values: NDArray[Any]) -> _Synth:
-        num = np.ascontiguousarray(values, dtype=np.float64)
-        codes = np.ascontiguousarray(values, dtype=np.int64) if column.kind != "numeric" else np.zeros(0, np.int64)
-        return cls(values, num, codes)
 
-    def output(self, column: _Column) -> Any:
-        """The values in ``column``'s dtype, as an array (a DataFrame is built faster from arrays than Series)."""
-        if column.kind in ("categorical", "ordered"):
-            assert isinstance(column.dtype, pd.CategoricalDtype)
-            return pd.Categorical.from_codes(self.values, dtype=column.dtype)
-        if isinstance(column.dtype, np.dtype):
-            return self.values.astype(column.dtype)
-        return pd.Series(self.values).astype(column.dtype)  # an extension dtype, e.g. pandas' nullable boolean
+@numba.njit(cache=True)
+def _dense_codes(codes: NDArray[np.int64], n_levels: int) -> tuple[NDArray[np.int64], int]:
+    """``codes`` (in ``[0, n_levels)``) renumbered over the levels present, and their number; ``codes`` itself when
+    every level is present."""
+    rank = np.zeros(n_levels, np.int64)
+    for code in codes:
+        rank[code] = 1
+    n_present = 0
+    for k in range(n_levels):
+        present = rank[k]
+        rank[k] = n_present  # the number of present levels below k
+        n_present += present
+    if n_present == n_levels:
+        return codes, n_present
+    dense = np.empty_like(codes)
+    for i in range(codes.shape[0]):
+        dense[i] = rank[codes[i]]
+    return dense, n_present
+
+
+class _Design:
+    """The tree inputs of one release: the real predictors stacked once, the synthetic ones as they are made.
+
+    Numeric and ordered columns are rows of ``xnum`` (values as float64), ``sidx`` (their stable ascending row
+    order) and ``syn_num``; the other columns (categorical, boolean) rows of ``xcat`` (int64 codes), ``ncat`` (number
+    of levels) and ``syn_cat``.  ``slot[column]`` is ``(0, row)`` or ``(1, row)`` accordingly; a tree takes its
+    predictors' rows (:func:`_rows`), as :func:`fit_cart` and :meth:`CartTree.donors` expect; nothing writes to
+    them (:func:`fit_cart` partitions a copy of ``sidx``).
+    """
+
+    def __init__(self, real: dict[Hashable, _Column], columns: list[Hashable], m: int) -> None:
+        self.m = m
+        self.slot: dict[Hashable, tuple[int, int]] = {}
+        num: list[_Column] = []
+        cat: list[_Column] = []
+        for column in columns:
+            col = real[column]
+            group = num if col.split_numeric else cat
+            self.slot[column] = (0 if col.split_numeric else 1, len(group))
+            group.append(col)
+        n = next(iter(real.values())).values.shape[0]
+        self.xnum = _stack([col.num for col in num], n, np.float64)
+        self.sidx = _stack([col.order for col in num], n, np.int64)
+        self.xcat = _stack([col.codes for col in cat], n, np.int64)
+        self.ncat = np.array([col.n_levels for col in cat], dtype=np.int64)
+        self.syn_num = np.empty((len(num), m), dtype=np.float64)
+        self.syn_cat = np.empty((len(cat), m), dtype=np.int64)
+
+    def add_synthetic(self, column: Hashable, values: NDArray[Any]) -> None:
+        """Record a synthesised column (values as in :attr:`_Column.values`) if a tree may use it."""
+        if column in self.slot:
+            kind, row = self.slot[column]
+            if kind == 0:
+                self.syn_num[row] = values  # numeric values or ordered codes, as float64
+            else:
+                self.syn_cat[row] = values  # codes (booleans as 0/1)
+
+
+def _rows(array: NDArray[Any], rows: list[int]) -> NDArray[Any]:
+    """``array[rows]``; a view when the rows are consecutive (as all columns before the target are, by default)."""
+    if rows and rows[-1] - rows[0] == len(rows) - 1:  # rows increase (predictors in column order): consecutive
+        return array[rows[0] : rows[-1] + 1]
+    return array[rows]
 
 
 def _stack(arrays: list[NDArray[Any]], n: int, dtype: type) -> NDArray[Any]:
@@ -437,8 +507,11 @@ class _LindepStats:
 
     Each is the same float computation, column by column, as on the predictors alone: numpy reduces a C-ordered
     ``(n, p)`` array along axis 0 row after row, independently per column, whatever ``p >= 2`` is (a single column
-    is summed pairwise instead, so one predictor takes the direct route).  ``corr`` is an approximate correlation
-    matrix, used only to certify that the eigenvalue test cannot drop a predictor.
+    is summed pairwise instead, so one predictor takes the direct route), as :func:`_centre` and :func:`_passes` do;
+    and it reduces each row of a C-ordered ``(p, n)`` array along axis 1 as that row alone (pairwise), which
+    centres every column as a target at once.  ``passes[t, j]``: predictor ``j`` of target ``t`` passes the first
+    test (variance and correlation).  ``corr`` is an approximate correlation matrix, used only to certify that the
+    eigenvalue test cannot drop a predictor.
     """
 
     def __init__(self, real: dict[Hashable, _Column], columns: list[Hashable]) -> None:
@@ -447,56 +520,162 @@ class _LindepStats:
         self._ready = False
 
     def _compute(self) -> None:
-        x = np.stack([self._real[c].num for c in self._columns], axis=1)
+        columns = [self._real[c] for c in self._columns]
+        x = np.empty((len(columns), columns[0].values.shape[0]), np.float64)  # (p, n): each column's num
+        for i, col in enumerate(columns):
+            x[i] = col.values
         self.position = {c: i for i, c in enumerate(self._columns)}
+        self.row_of = {col: i for i, col in enumerate(columns)}  # a _Column (compared by identity) -> its row
+        xc, xct, sumsq = _centre(x)
+        y = np.empty_like(x)  # each column as a target, as _response has it
+        for i, col in enumerate(columns):
+            y[i] = col.class_codes if col.is_class else col.num
+        yc = y - y.mean(axis=1)[:, None]
+        yy = (yc * yc).sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # columns that are no predictor too
-            self.var = x.var(axis=0, ddof=1)
-            self.xc = x - x.mean(axis=0)
-            self.sumsq = (self.xc * self.xc).sum(axis=0)
-            gram = self.xc.T @ self.xc
+            # = x.var(axis=0, ddof=1) to the bit: numpy's var sums the same squared deviations from the same mean
+            self.var = sumsq / (x.shape[1] - 1)
+            gram = _gram(xct)
             scale = np.sqrt(np.diag(gram))
             self.corr = gram / np.outer(scale, scale)
+        self.passes = _passes(xc, yc, yy, sumsq, self.var)
+        # Every predictor set that reaches the eigenvalue test holds columns of variance > eps only, and the
+        # eigenvalues of a principal submatrix interlace the matrix's (Cauchy): the smallest is no smaller, the
+        # largest no larger.  When the matrix of all those columns passes the certificate, so does every such set.
+        free = np.flatnonzero(self.var > _LINDEP_EPS)
+        self.all_certified = free.shape[0] < 2 or _certified(self.corr[free[:, None], free])
         self._ready = True
 
-    def kept(self, predictors: list[Hashable], y: NDArray[np.float64]) -> list[Hashable] | None:
+    def kept(self, predictors: list[Hashable], target: _Column) -> list[Hashable] | None:
         """``remove_lindep``'s answer for two or more predictors and rows, or ``None`` where it must run in full."""
         if not self._ready:
             self._compute()
         idx = np.array([self.position[c] for c in predictors], dtype=np.int64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            yc = y - y.mean()
-            cor = _column_dots(self.xc, yc)[idx] / np.sqrt(self.sumsq[idx] * (yc * yc).sum())
-        keep = (self.var[idx] > _LINDEP_EPS) & ~(cor >= _LINDEP_MAXCOR)
-        kept = np.flatnonzero(keep)
-        if kept.shape[0] > 1:
-            # The full test computes eigh(corrcoef(kept predictors)) and drops one when w[0] / w[-1] < 1e-5.  Both
-            # correlation matrices are dot products of the same centred columns, equal up to ~n * eps, which moves
-            # an eigenvalue by far less than 1e-5 * w[-1] (w[-1] >= 1: the trace is the number of predictors), so
-            # w[0] > 2e-5 * w[-1] here means that the full test keeps them all; otherwise it decides.
-            corr = self.corr[np.ix_(idx[kept], idx[kept])]
-            if not np.isfinite(corr).all():
-                return None
-            w = np.linalg.eigvalsh(corr)
-            if not w[0] > 2.0 * _LINDEP_EPS * w[-1]:
+        kept = np.flatnonzero(self.passes[self.row_of[target], idx])
+        if kept.shape[0] > 1 and not self.all_certified:
+            sel = idx[kept]
+            if not _certified(self.corr[sel[:, None], sel]):
                 return None
         return [predictors[i] for i in kept]
 
 
-@numba.njit(cache=True)
-def _column_dots(xc: NDArray[np.float64], yc: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``(xc * yc[:, None]).sum(axis=0)`` for a C-ordered ``xc`` of two or more rows, with numpy's float operations.
+def _certified(corr: NDArray[np.float64]) -> bool:
+    """Whether ``remove_lindep``'s eigenvalue test keeps every column of this approximate correlation matrix.
 
-    numpy sums that product row after row (from row 0, one rounded product and one rounded sum per row), as here;
-    this loop only spares it the temporary array and the slow strided reduction.
+    The full test computes eigh(corrcoef(kept predictors)) and drops one when w[0] / w[-1] < 1e-5.  Both correlation
+    matrices are dot products of the same centred columns, equal up to ~n * eps, which moves an eigenvalue by far
+    less than 1e-5 * w[-1] (w[-1] >= 1: the trace is the number of predictors), so w[0] > 2e-5 * w[-1] here means
+    that the full test keeps them all; otherwise it decides.  That is checked without the eigenvalues: w[-1] is at
+    most the largest absolute row sum r (Gershgorin), and w[0] > 2e-5 * r when ``corr - 2e-5 * r * I`` has a
+    Cholesky factorisation (its rounding errors, of order p^2 * eps, are far below these margins).
     """
-    n, p = xc.shape
-    out = np.empty(p, np.float64)
+    if not np.isfinite(corr).all():
+        return False
+    return _positive_definite(corr, 2.0 * _LINDEP_EPS * float(np.abs(corr).sum(axis=1).max()))
+
+
+@numba.njit(cache=True)
+def _positive_definite(a: NDArray[np.float64], shift: float) -> bool:
+    """Whether the Cholesky factorisation of ``a - shift * I`` (symmetric, lower triangle read) finds positive
+    pivots, i.e. the matrix is positive definite."""
+    p = a.shape[0]
+    low = np.zeros((p, p), np.float64)
     for j in range(p):
-        out[j] = xc[0, j] * yc[0]
+        pivot = a[j, j] - shift
+        for k in range(j):
+            pivot -= low[j, k] * low[j, k]
+        if not pivot > 0.0:
+            return False
+        low[j, j] = np.sqrt(pivot)
+        for i in range(j + 1, p):
+            total = a[i, j]
+            for k in range(j):
+                total -= low[i, k] * low[j, k]
+            low[i, j] = total / low[j, j]
+    return True
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _centre(
+    x: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The columns centred, ``(n, p)`` and ``(p, n)``, and their sums of squares, for ``x`` of shape ``(p, n >= 1)``.
+
+    To the bit ``xc = xs - xs.mean(axis=0)`` and ``(xc * xc).sum(axis=0)`` for ``xs = x.T`` C-ordered: numpy sums
+    along axis 0 row after row (from row 0, one rounded sum per row) and divides by n, as here (0 / 0 is NaN:
+    ``error_model="numpy"``); this loop only spares the temporary arrays and the slow strided reductions.
+    """
+    p, n = x.shape
+    sums = x[:, 0].copy()
     for i in range(1, n):
         for j in range(p):
-            out[j] += xc[i, j] * yc[i]
-    return out
+            sums[j] += x[j, i]
+    mean = sums / n
+    xc = np.empty((n, p), np.float64)
+    xct = np.empty((p, n), np.float64)
+    sumsq = np.empty(p, np.float64)
+    for i in range(n):
+        for j in range(p):
+            d = x[j, i] - mean[j]
+            xc[i, j] = d
+            xct[j, i] = d
+            sumsq[j] = d * d if i == 0 else sumsq[j] + d * d
+    return xc, xct, sumsq
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "nsz", "contract"})
+def _gram(xct: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``xct @ xct.T``, summed in any order (so vectorised; NaN and infinity still propagate), for ``corr`` only."""
+    p, n = xct.shape
+    gram = np.empty((p, p), np.float64)
+    for a in range(p):
+        for b in range(a, p):
+            total = 0.0
+            for i in range(n):
+                total += xct[a, i] * xct[b, i]
+            gram[a, b] = total
+            gram[b, a] = total
+    return gram
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _passes(
+    xc: NDArray[np.float64],
+    yc: NDArray[np.float64],
+    yy: NDArray[np.float64],
+    sumsq: NDArray[np.float64],
+    var: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """``remove_lindep``'s first test of predictor ``j`` for target ``t``, for all pairs, with numpy's floats.
+
+    That is ``var[j] > eps and not cor >= maxcor`` with ``cor = (xc * yc[t][:, None]).sum(axis=0)[j] /
+    sqrt(sumsq[j] * yy[t])`` for a C-ordered ``xc`` of two or more rows.  numpy sums that product row after row
+    (from row 0, one rounded product and one rounded sum per row), as here, and the rest is one IEEE operation per
+    value (``error_model="numpy"``: 0 / 0 is NaN, which keeps the predictor, as in numpy and R); this loop only
+    spares the temporary arrays and the slow strided reductions.
+    """
+    n, p = xc.shape
+    n_targets = yc.shape[0]
+    dots = np.empty((n_targets, p), np.float64)
+    for t in range(n_targets):
+        for j in range(p):
+            dots[t, j] = xc[0, j] * yc[t, 0]
+    for i in range(1, n):
+        for t in range(n_targets):
+            v = yc[t, i]
+            for j in range(p):
+                dots[t, j] += xc[i, j] * v
+    passes = np.empty((n_targets, p), np.bool_)
+    for t in range(n_targets):
+        for j in range(p):
+            cor = dots[t, j] / np.sqrt(sumsq[j] * yy[t])
+            passes[t, j] = var[j] > _LINDEP_EPS and not cor >= _LINDEP_MAXCOR
+    return passes
+
+
+def _response(target: _Column) -> NDArray[np.float64]:
+    """The target as ``remove.lindep.syn`` correlates it: its values, or its class codes, as float64."""
+    return target.class_codes.astype(np.float64) if target.is_class else target.num
 
 
 def _remove_lindep(
@@ -506,11 +685,11 @@ def _remove_lindep(
 
     ``stats`` (the release's column statistics) gives the same answer faster where it can.
     """
-    y = target.class_codes.astype(np.float64) if target.is_class else target.num
-    if stats is not None and len(predictors) > 1 and y.shape[0] > 1:
-        fast = stats.kept(predictors, y)
+    if stats is not None and len(predictors) > 1 and target.values.shape[0] > 1:
+        fast = stats.kept(predictors, target)
         if fast is not None:
             return fast
+    y = _response(target)
     x = np.stack([real[c].num for c in predictors], axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         # R: var() of a single row is NA, which drops the predictor (numpy would warn and return NaN)
@@ -680,7 +859,8 @@ def _pairs(name: str, value: Any) -> list[tuple[Any, Any]]:
     return sorted(items, key=lambda item: str(item[0]))
 
 
-def _check_table(data: Any) -> list[Hashable]:
+def _read_table(data: Any) -> dict[Hashable, _Column]:
+    """Check the input table and read each column once (see the class notes for what is accepted)."""
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}.")
     if data.shape[0] < 1 or data.shape[1] < 1:
@@ -688,14 +868,16 @@ def _check_table(data: Any) -> list[Hashable]:
     columns: list[Hashable] = list(data.columns)
     if len(set(columns)) != len(columns):
         raise ValueError(f"data must have distinct column names, got {columns!r}.")
-    for column in columns:
-        series = data[column]
+    real: dict[Hashable, _Column] = {}
+    for column, series in data.items():
         dtype = series.dtype
-        if isinstance(dtype, pd.CategoricalDtype):
-            if series.isna().any():
+        if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
+            pass  # numpy booleans and real numbers, as the tests below classify them (floats: NaN checked below)
+        elif isinstance(dtype, pd.CategoricalDtype):
+            if series.array.codes.min() < 0:  # a missing value is the code -1
                 raise ValueError(f"column {column!r} must not contain missing values (make them a category).")
         elif pd.api.types.is_bool_dtype(dtype):
-            if series.isna().any():
+            if not isinstance(dtype, np.dtype) and series.isna().any():  # numpy's booleans cannot be missing
                 raise ValueError(f"column {column!r} must not contain missing values.")
         elif pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
             if isinstance(dtype, pd.api.extensions.ExtensionDtype):
@@ -703,8 +885,6 @@ def _check_table(data: Any) -> list[Hashable]:
                     f"column {column!r} has the nullable dtype {dtype}; convert it to a numpy dtype "
                     f"(e.g. int64 or float64) first."
                 )
-            if not np.all(np.isfinite(series.to_numpy(dtype=np.float64))):
-                raise ValueError(f"column {column!r} must hold finite values (no NaN or infinity).")
         else:
             hint = (
                 " Convert text columns to pandas 'category' first (data[c].astype('category'))."
@@ -712,4 +892,9 @@ def _check_table(data: Any) -> list[Hashable]:
                 else ""
             )
             raise TypeError(f"column {column!r} must be numeric, boolean or categorical, got dtype {dtype}.{hint}")
-    return columns
+        col = _Column(series)
+        # integers are finite as float64 (up to 2^64), floats are checked as float64 (the trees' form)
+        if col.kind == "numeric" and dtype.kind == "f" and not np.isfinite(col.num).all():
+            raise ValueError(f"column {column!r} must hold finite values (no NaN or infinity).")
+        real[column] = col
+    return real

@@ -18,8 +18,13 @@ from privgame.mechanisms.synth import _cart
 from privgame.mechanisms.synth._cart import CartTree, fit_cart
 from privgame.mechanisms.synth.synthpop import (
     Synthpop,
+    _centre,
+    _certified,
     _Column,
+    _counting_order,
+    _dense_codes,
     _LindepStats,
+    _passes,
     _remove_lindep,
     _smooth_density,
     bw_nrd0,
@@ -427,6 +432,10 @@ def test_donors_come_from_the_leaf_each_row_reaches() -> None:
     own = tree.apply(train["xnum"], train["xcat"], np.full(300, 0.5))
     for leaf in tree.leaves:
         assert set(np.flatnonzero(own == leaf).tolist()) == set(tree.leaf_rows(int(leaf)).tolist())
+    # donors() is apply() then sample_donors(), in one call
+    u_walk, u_donor = rng.random(m), rng.random(m)
+    both = tree.donors(design["xnum"], design["xcat"], u_walk, u_donor)
+    assert np.array_equal(both, tree.sample_donors(tree.apply(design["xnum"], design["xcat"], u_walk), u_donor))
 
 
 def test_unseen_category_walks_down_in_proportion_to_the_training_counts() -> None:
@@ -648,6 +657,79 @@ def test_remove_lindep_shortcut_gives_the_full_answer(seed: int) -> None:
         target, predictors = cols[0], cols[1 : int(rng.integers(2, len(cols) + 1))]
         full = _remove_lindep(real, list(predictors), real[target])
         assert _remove_lindep(real, list(predictors), real[target], stats) == full
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lindep_statistics_are_numpys_to_the_bit(seed: int) -> None:
+    # _centre and _passes promise numpy's float operations (their results decide which predictors are dropped)
+    rng = np.random.default_rng(seed)
+    n, p = int(rng.choice([2, 3, 57, 1000])), int(rng.integers(2, 12))
+    x = rng.normal(size=(p, n)) * 10.0 ** rng.integers(-3, 6, size=(p, 1)) + rng.choice([0.0, 1e6], size=(p, 1))
+    x[: p // 3] = np.round(x[: p // 3])
+    x[-1] = 3.0  # a constant column
+    xs = np.ascontiguousarray(x.T)
+    xc_np = xs - xs.mean(axis=0)
+    sumsq_np = (xc_np * xc_np).sum(axis=0)
+    xc, xct, sumsq = _centre(x)
+    assert np.array_equal(xc, xc_np) and np.array_equal(xct, xc_np.T) and np.array_equal(sumsq, sumsq_np)
+    assert np.array_equal(sumsq / (n - 1), xs.var(axis=0, ddof=1))
+    y = rng.normal(size=(3, n))
+    y[1] = x[0] * 2 + 1  # a predictor's copy
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.empty((3, p), dtype=bool)
+        for t in range(3):
+            yc = y[t] - y[t].mean()
+            cor = (xc_np * yc[:, None]).sum(axis=0) / np.sqrt(sumsq_np * (yc * yc).sum())
+            expected[t] = (sumsq_np / (n - 1) > 1e-5) & ~(cor >= 0.99999)
+    yc_all = y - y.mean(axis=1)[:, None]
+    assert np.array_equal(_passes(xc, yc_all, (yc_all * yc_all).sum(axis=1), sumsq, sumsq / (n - 1)), expected)
+    assert not expected[1, 0] and not expected[:, -1].any()
+
+
+def test_eigenvalue_certificate_never_certifies_what_the_eigenvalues_refuse() -> None:
+    # _certified(corr) must imply min eigenvalue > 2e-5 * max eigenvalue (what remove_lindep's shortcut relies on)
+    rng = np.random.default_rng(0)
+    certified = 0
+    for _ in range(2000):
+        p, n = int(rng.integers(2, 25)), int(rng.integers(30, 200))
+        x = rng.normal(size=(n, p))
+        k = int(rng.integers(0, p))
+        if k:  # a column (nearly) spanned by others
+            x[:, k] = x[:, :k] @ rng.normal(size=k) + rng.normal(size=n) * 10.0 ** rng.uniform(-8, 0)
+        corr = np.corrcoef(x, rowvar=False)
+        w = np.linalg.eigvalsh(corr)
+        if _certified(corr):
+            certified += 1
+            assert w[0] > 2e-5 * w[-1]
+    assert 300 < certified < 2000  # both answers occur
+    assert not _certified(np.array([[1.0, np.nan], [np.nan, 1.0]]))
+
+
+def test_counting_order_is_numpys_stable_argsort() -> None:
+    rng = np.random.default_rng(0)
+    cases = [
+        rng.integers(17, 91, 1000).astype(float),  # ages: counted
+        rng.choice([0.0, -0.0, 1.0, 3.0], 500),  # the two zeros tie
+        rng.integers(0, 100, 300) + 2.0**53,  # large whole numbers, short range
+        np.full(7, 4.0),
+        rng.choice([0.3, 1.3, 1.3000000000000003], 200),  # not whole: sorted by numpy instead
+        rng.integers(0, 10**6, 1000).astype(float),  # too long a range: likewise
+    ]
+    for i, x in enumerate(cases):
+        order = _counting_order(x)
+        assert order.shape[0] == (x.shape[0] if i < 4 else 0)
+        if order.shape[0]:
+            assert np.array_equal(order, np.argsort(x, kind="stable"))
+
+
+def test_dense_codes_are_numpys_unique_inverse() -> None:
+    rng = np.random.default_rng(0)
+    for levels in (1, 2, 5, 40):
+        codes = rng.choice(rng.permutation(levels)[: max(1, levels // 2)], size=200).astype(np.int64)
+        for values in (codes, np.arange(levels, dtype=np.int64)):
+            present, inverse = np.unique(values, return_inverse=True)
+            dense, n_present = _dense_codes(values, levels)
+            assert n_present == present.shape[0] and np.array_equal(dense, inverse)
 
 
 def test_constant_and_duplicated_columns() -> None:
