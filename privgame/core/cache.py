@@ -226,8 +226,8 @@ def content_hash(data: pd.DataFrame | pd.Series | NDArray[Any]) -> str:
         data = data.to_frame()
     if isinstance(data, pd.DataFrame):
         h.update(json.dumps([data.shape[0], _schema(data)]).encode())
-        for j in range(data.shape[1]):
-            col = data.iloc[:, j].array
+        for _, column in data.items():  # by position, as iloc (duplicate names included), without its indexing
+            col = column.array
             values = col.codes if isinstance(col, pd.Categorical) else col.to_numpy()
             h.update(np.ascontiguousarray(values).tobytes() if values.dtype != object else str(list(values)).encode())
         return h.hexdigest()

@@ -11,7 +11,14 @@ from privgame.attacks._tables import TableSchema
 from privgame.attacks.distance import mixed_distances
 from privgame.attacks.groundhog import groundhog_features
 from privgame.attacks.knowledge import BlackBox, Knowledge, require_knowledge
-from privgame.attacks.shadow import best_threshold, fit_forest, forest_proba, shadow_dataset, shadow_features
+from privgame.attacks.shadow import (
+    best_threshold,
+    fit_forest,
+    forest_proba,
+    shadow_dataset,
+    shadow_features,
+    standardise,
+)
 from privgame.mechanisms.synth import Synthpop
 
 
@@ -125,3 +132,29 @@ def test_forest_proba_falls_back_to_predict_proba_for_other_classifiers():
     y = (x[:, 0] > 0).astype(int)
     model = LogisticRegression().fit(x, y)
     assert np.array_equal(forest_proba(model, x[:5]), model.predict_proba(x[:5]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_standardise_is_numpy_s_mean_std_and_division_to_the_bit(dtype):
+    """The kernels add the rows in numpy's order (axis 0 of a C-ordered array: row after row, in float64): the
+    same means, deviations and float32 features as numpy's expressions, on counts (mostly 0, as the counting
+    queries'), on values whose sums round, with a constant column (scale 1) and with a row of NaN."""
+    rng = np.random.default_rng(3)
+    counts = (rng.random((300, 257)) < 0.2) * rng.integers(0, 1000, size=(300, 257))
+    for x in (counts, rng.normal(size=(301, 129)) * np.exp(rng.normal(size=129) * 8)):
+        x = x.astype(dtype)
+        x[:, 5] = 3.0
+        mean = x.mean(axis=0, dtype=np.float64)
+        scale = x.std(axis=0, dtype=np.float64)
+        scale[scale == 0] = 1.0
+        expected = ((x - mean) / scale).astype(np.float32)
+        got = standardise(x)
+        for a, b in zip(got, (mean, scale, expected), strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    x = rng.normal(size=(4, 3)).astype(dtype)
+    x[2] = np.nan
+    assert np.array_equal(
+        standardise(x)[2],
+        ((x - x.mean(axis=0, dtype=np.float64)) / x.std(axis=0, dtype=np.float64)).astype(np.float32),
+        equal_nan=True,
+    )
