@@ -145,8 +145,9 @@ class WorkQueue:
     workers, that is the next trial whole (it makes its own runs: splitting it would add only the hand-over, its
     runs' reads from the cache); once fewer are left, each is split, its run tasks first, its trial when they are
     done; and while a trial waits for its run tasks, the next jobs' tasks are handed out (so no worker idles
-    while one trial's last batch is made).  A job that ``skip`` says is no longer needed, when its turn comes, is
-    dropped whole.
+    while one trial's last batch is made).  Never more run tasks are out at a time than there are workers, so
+    that each batch is sized when a worker is free for it.  A job that ``skip`` says is no longer needed, when its
+    turn comes, is dropped whole.
 
     Parameters
     ----------
@@ -182,6 +183,7 @@ class WorkQueue:
         self._skip = skip
         self.n_workers = max(n_workers, 1)
         self._next = 0  # jobs before this one are all handed out (or dropped)
+        self._runs_out = 0  # run tasks handed out and not finished
 
     def set_workers(self, n_workers: int) -> None:
         """The workers the tasks share from now on (a cluster's, as its workers join or leave)."""
@@ -213,7 +215,9 @@ class WorkQueue:
                 state.taken = True
                 return TrialTask(j)
             if state.handed < state.runs:
-                return self._runs_task(j, most)
+                # no more run tasks out than workers: the next batch is sized when a worker is free for it, from
+                # every batch timed by then (handed out ahead, batches were sized before the fit could see them)
+                return self._runs_task(j, most) if self._runs_out < self.n_workers else None
             if state.in_flight == 0:
                 state.taken = True
                 return TrialTask(j)
@@ -243,12 +247,14 @@ class WorkQueue:
         task = RunsTask(j, range(state.handed, state.handed + size))
         state.handed += size
         state.in_flight += 1
+        self._runs_out += 1
         return task
 
     def finished(self, task: RunsTask, seconds: float | None) -> None:
         """A run task ended: ``seconds`` it took where it ran, or ``None`` when it failed (its trial then makes
         the runs it finds missing, and reports the error)."""
         self._state[task.job].in_flight -= 1
+        self._runs_out -= 1
         if seconds is not None:
             self._sizers[self._key[task.job]].observe(len(task.runs), seconds)
 

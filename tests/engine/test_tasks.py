@@ -73,13 +73,18 @@ def test_whole_trials_while_every_worker_can_have_one_then_the_last_ones_split()
     assert work.take() == TrialTask(1)  # two for two: whole
     task = work.take()
     assert isinstance(task, RunsTask) and task.job == 2  # one left for two workers: its runs fill them
-    rest = []
-    while (more := work.take()) is not None:
-        rest.append(more)
-    assert [k for t in [task, *rest] for k in t.runs] == list(range(6))
-    for t in [task, *rest]:
-        work.finished(t, 1.0)
-    assert work.take() == TrialTask(2) and work.take() is None
+    out = [task, work.take()]
+    assert isinstance(out[1], RunsTask) and work.take() is None  # never more run tasks out than workers
+    done = []
+    while out:
+        finished = out.pop(0)
+        done.append(finished)
+        if isinstance(finished, RunsTask):
+            work.finished(finished, 1.0)
+        if (more := work.take()) is not None:
+            out.append(more)
+    assert [k for t in done[:-1] for k in t.runs] == list(range(6)) and done[-1] == TrialTask(2)
+    assert work.take() is None
     assert [type(_queue([6], n_workers=1).take())] == [TrialTask]  # one worker: never split
 
 
@@ -88,19 +93,21 @@ def test_a_trial_is_handed_out_after_all_its_run_tasks_end_and_others_fill_the_w
     tasks = []
     while (task := work.take()) is not None:
         tasks.append(task)
-    # job 0's runs (1 each: half a worker's share of the point's 6 runs on 4 workers), job 1 at once (no runs),
-    # job 2's runs
-    assert [t.job for t in tasks] == [0, 0, 0, 0, 1, 2, 2]
-    assert all(isinstance(t, RunsTask) for t in tasks if t.job != 1) and tasks[4] == TrialTask(1)
-    covered = [k for t in tasks if isinstance(t, RunsTask) and t.job == 0 for k in t.runs]
+    # job 0's runs (1 each: half a worker's share of the point's 6 runs on 4 workers), then job 1 (no runs); job 2's
+    # runs wait for a worker: four run tasks are out
+    assert [t.job for t in tasks] == [0, 0, 0, 0, 1]
+    assert all(isinstance(t, RunsTask) for t in tasks[:4]) and tasks[4] == TrialTask(1)
+    covered = [k for t in tasks[:4] for k in t.runs]
     assert covered == [0, 1, 2, 3]  # every run once, in order
     assert len(work) == 2  # jobs 0 and 2 wait on their runs
     for t in tasks[:3]:
         work.finished(t, 1.0)
-    assert work.take() is None  # job 0's last task is still out
+    more = [work.take(), work.take()]
+    assert [(t.job, t.runs) for t in more] == [(2, range(0, 1)), (2, range(1, 2))]  # job 2's, as workers free up
+    assert work.take() is None  # job 0's last task is still out, and job 2's runs are all handed out
     work.finished(tasks[3], None)  # failed: the trial makes the runs itself
     assert work.take() == TrialTask(0)
-    for t in tasks[5:]:
+    for t in more:
         work.finished(t, 2.0)
     assert work.take() == TrialTask(2)
     assert work.take() is None and len(work) == 0
