@@ -630,6 +630,7 @@ def simulate(
         key=lambda j: jobs[j].key,
         limit=lambda j: jobs[j].limit,
         n_workers=sizer_workers or max(n, 1),
+        clock=lambda: now,  # the simulated time: how long the run tasks out have run
     )
     made: set[tuple[Hashable, int]] = set()
     idle = [(t, i) for i, t in enumerate(starts)]  # (when the agent next looks for a task, agent): a heap

@@ -39,7 +39,7 @@ from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWor
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import Any
+from typing import Any, NamedTuple
 
 import joblib
 import numpy as np
@@ -726,12 +726,22 @@ def _work_queue(jobs: Sequence[tuple[Any, ...]], n_workers: int, skip: _Skip) ->
 _RUNS_MADE = False  # whether this process made a batch of runs before (its first one is not timed)
 
 
+class _Made(NamedTuple):
+    """A run task's outcome: ``seconds`` its ``timed`` last runs took (NaN: none timed)."""
+
+    seconds: float
+    timed: int
+
+
 def _make_runs(
     point: GridPoint, trial: Trial, runs: range, cache: ArtefactCache | None, *, one_thread: bool = False
-) -> float | str:
-    """Make ``runs`` of ``trial`` into ``cache`` (one BLAS thread, as a trial): the seconds it took (NaN for the
-    process's first batch, which pays its imports too), or the error (the trial then makes the runs it finds
-    missing itself, and reports the error if it recurs).
+) -> _Made | str:
+    """Make ``runs`` of ``trial`` into ``cache`` (one BLAS thread, as a trial): how long they took, or the error
+    (the trial then makes the runs it finds missing itself, and reports the error if it recurs).
+
+    A process's first batch also pays its imports and data (a second or more), no measure of the runs' cost: its
+    seconds are NaN.  (Timing its runs after the first, made alone, was tried: the workers' warm-ups beside them
+    inflated those times, and the fit on them asked for batches too small.)
 
     ``one_thread`` limits the OpenMP pools too (torch's, which the batched trainers' numba kernels follow): the
     parent's, while workers that have the cores start beside it (with its whole pool it spun its threads against
@@ -740,17 +750,16 @@ def _make_runs(
     from threadpoolctl import threadpool_limits
 
     global _RUNS_MADE
-    start = time.perf_counter()
     try:
         with warnings.catch_warnings(), threadpool_limits(limits=1, user_api=None if one_thread else "blas"):
             warnings.simplefilter("ignore")  # the trial, which makes any run again if this fails, relays them
-            point.game.make_runs(point.mechanism, point.attack, seed=trial.seed, runs=runs, context=TrialContext(cache))
+            context = TrialContext(cache)
+            start = time.perf_counter()
+            point.game.make_runs(point.mechanism, point.attack, seed=trial.seed, runs=runs, context=context)
     except (Exception, SystemExit) as exc:
         return _error_text(exc)
-    seconds = time.perf_counter() - start
-    # a process's first batch also pays its imports and data (a second or more): no measure of the runs' cost
     warm, _RUNS_MADE = _RUNS_MADE, True
-    return seconds if warm else math.nan
+    return _Made(time.perf_counter() - start if warm else math.nan, len(runs))
 
 
 def _worker_runs(setup: _WorkerSetup, point: GridPoint, trial: Trial, runs: range, cache: Any) -> Any:
@@ -824,10 +833,10 @@ def _run_local(
 
     def runs_done(task: RunsTask, future: Future[Any]) -> None:
         outcome = future.exception() or future.result()
-        seconds = outcome if isinstance(outcome, float) else None
+        made = outcome if isinstance(outcome, _Made) else None
         with lock:
-            work.finished(task, seconds)
-        if seconds is not None:
+            work.finished(task, None if made is None else made.seconds, timed=None if made is None else made.timed)
+        if made is not None:
             on_runs(work.jobs[task.job][1].index, len(task.runs))
 
     def feed() -> None:
@@ -909,8 +918,11 @@ def _run_local(
             if isinstance(taken, RunsTask):
                 made = _make_runs(job[0], job[1], taken.runs, job[4], one_thread=True)
                 with lock:
-                    work.finished(taken, made if isinstance(made, float) else None)
-                if isinstance(made, float):
+                    if isinstance(made, _Made):
+                        work.finished(taken, made.seconds, timed=made.timed)
+                    else:
+                        work.finished(taken, None)
+                if isinstance(made, _Made):
                     on_runs(job[1].index, len(taken.runs))
                 continue
             if on_result(_attempt(*job)):
@@ -1009,8 +1021,9 @@ def _run_dask(
                     except killed_worker:
                         made = None
                     future.release()
-                    work.finished(task, made if isinstance(made, float) else None)
-                    if isinstance(made, float):
+                    ok = isinstance(made, _Made)
+                    work.finished(task, made.seconds if ok else None, timed=made.timed if ok else None)
+                    if ok:
                         on_runs(work.jobs[task.job][1].index, len(task.runs))
                     fill()
                     continue

@@ -19,8 +19,9 @@ less to a kill and balances better), up to the game's memory bound (:meth:`~priv
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections import Counter
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,9 +79,16 @@ class BatchSizer:
         a = max(mean_t - c * mean_b, 0.0)
         return a, c
 
-    def size(self, remaining: Sequence[int]) -> int:
+    def size(self, remaining: Sequence[int], busy: Sequence[float] = ()) -> int:
         """The size of the next task, given the runs still to hand out of each of the point's trials (the first is
-        the trial the task is for)."""
+        the trial the task is for) and how long the other workers' run tasks still take (as predicted; the other
+        workers are free).
+
+        Each candidate size b is scored by the time the point's remaining runs would take in tasks of b runs,
+        the first on this worker now, the others each on the worker free first (list scheduling): so a batch is
+        sized to end with the batches in flight, not at the same time as an equal share of what is left (which
+        halves the batches at every task at the end of a trial).
+        """
         left = remaining[0]
         fitted = self.fit()
         if fitted is None:  # half a worker's share of what is left: shrinks as runs go, so two sizes get timed
@@ -88,18 +96,44 @@ class BatchSizer:
             return max(1, min(size, left))
         a, c = fitted
         a += DISPATCH
-        counts = Counter(r for r in remaining if r > 0)
+        others = sorted(busy)[: self.n_workers - 1]
+        others += [0.0] * (self.n_workers - 1 - len(others))
+        rest_runs = [r for r in remaining[1:] if r > 0]
         best: list[tuple[float, int]] = []
         high = min(self.limit, max(remaining))
         # a ladder of sizes, and the even splits of this trial's runs (k tasks of ⌈left/k⌉: where finishing times drop)
         splits = {math.ceil(left / k) for k in range(1, min(left, 64) + 1)}
         for b in sorted(set(_candidates(high)) | {b for b in splits if b <= high}):
-            tasks = sum(math.ceil(r / b) * k for r, k in counts.items())
-            rounds = math.ceil(tasks / self.n_workers)
-            best.append((rounds * (a + c * b), b))
+            first = min(b, left)
+            best.append((_finish(a, c, b, first, [left - first, *rest_runs], others), b))
         fastest = min(t for t, _ in best)
         size = min(b for t, b in best if t <= fastest * (1 + _TIE))
         return max(1, min(size, left))
+
+
+#: beyond this many tasks, a candidate's finishing time is the list-scheduling estimate, not the schedule itself
+_SIMULATED = 2048
+
+
+def _finish(a: float, c: float, b: int, first: int, runs: Sequence[int], others: Sequence[float]) -> float:
+    """When the runs end (the last of them, not the tasks in flight): a task of ``first`` runs now on this worker,
+    then ``runs`` (per trial) in tasks of ``b`` on whichever worker is free first, the others free after
+    ``others`` seconds; a task of k runs takes a + c·k."""
+    tasks = sum(-(-r // b) for r in runs)
+    workers = len(others) + 1
+    if tasks > _SIMULATED:  # the average load plus a last task
+        work = a + c * first + sum(others) + tasks * a + c * sum(runs)
+        return max(work / workers + a + c * b, a + c * first)
+    end = a + c * first  # the runs' end: not the other tasks in flight, which may be another trial's
+    free = [end, *others]
+    heapq.heapify(free)
+    for r in runs:
+        full, part = divmod(r, b)
+        for k in [b] * full + ([part] if part else []):
+            done = heapq.heappop(free) + a + c * k
+            end = max(end, done)
+            heapq.heappush(free, done)
+    return end
 
 
 def _candidates(high: int) -> list[int]:
@@ -161,6 +195,8 @@ class WorkQueue:
         A job's most runs per task.
     n_workers : int
     skip : callable
+    clock : callable, default=time.monotonic
+        Seconds, for how long the run tasks out have been running (a simulation passes its own).
     """
 
     def __init__(
@@ -172,6 +208,7 @@ class WorkQueue:
         limit: Callable[[Any], int],
         n_workers: int,
         skip: Callable[[Any], bool] = lambda job: False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.jobs = list(jobs)
         self._state = [_JobState(max(int(runs(job)), 0)) for job in self.jobs]
@@ -183,7 +220,8 @@ class WorkQueue:
         self._skip = skip
         self.n_workers = max(n_workers, 1)
         self._next = 0  # jobs before this one are all handed out (or dropped)
-        self._runs_out = 0  # run tasks handed out and not finished
+        self._out: dict[RunsTask, float] = {}  # run tasks handed out and not finished: when
+        self._clock = clock
 
     def set_workers(self, n_workers: int) -> None:
         """The workers the tasks share from now on (a cluster's, as its workers join or leave)."""
@@ -217,7 +255,7 @@ class WorkQueue:
             if state.handed < state.runs:
                 # no more run tasks out than workers: the next batch is sized when a worker is free for it, from
                 # every batch timed by then (handed out ahead, batches were sized before the fit could see them)
-                return self._runs_task(j, most) if self._runs_out < self.n_workers else None
+                return self._runs_task(j, most) if len(self._out) < self.n_workers else None
             if state.in_flight == 0:
                 state.taken = True
                 return TrialTask(j)
@@ -243,20 +281,32 @@ class WorkQueue:
             for i, s in enumerate(self._state)
             if i != j and self._key[i] == self._key[j] and not (s.taken or s.dropped)
         ]
-        size = sizer.size(remaining) if most is None else max(1, min(sizer.size(remaining), most))
+        size = sizer.size(remaining, self._busy())
+        size = size if most is None else max(1, min(size, most))
         task = RunsTask(j, range(state.handed, state.handed + size))
         state.handed += size
         state.in_flight += 1
-        self._runs_out += 1
+        self._out[task] = self._clock()
         return task
 
-    def finished(self, task: RunsTask, seconds: float | None) -> None:
-        """A run task ended: ``seconds`` it took where it ran, or ``None`` when it failed (its trial then makes
-        the runs it finds missing, and reports the error)."""
+    def _busy(self) -> list[float]:
+        """How long each run task out still takes, as its point's fit predicts (those of a point without a fit
+        yet: not counted)."""
+        now, busy = self._clock(), []
+        for task, start in self._out.items():
+            fitted = self._sizers[self._key[task.job]].fit()
+            if fitted is not None:
+                a, c = fitted
+                busy.append(max(a + DISPATCH + c * len(task.runs) - (now - start), 0.0))
+        return busy
+
+    def finished(self, task: RunsTask, seconds: float | None, *, timed: int | None = None) -> None:
+        """A run task ended: ``seconds`` it took where it ran (for ``timed`` of its runs, all by default), or
+        ``None`` when it failed (its trial then makes the runs it finds missing, and reports the error)."""
         self._state[task.job].in_flight -= 1
-        self._runs_out -= 1
+        self._out.pop(task, None)
         if seconds is not None:
-            self._sizers[self._key[task.job]].observe(len(task.runs), seconds)
+            self._sizers[self._key[task.job]].observe(len(task.runs) if timed is None else timed, seconds)
 
     def again(self, task: TrialTask) -> None:
         """Hand the trial task out again (its worker died under it).  A run task whose worker died is only

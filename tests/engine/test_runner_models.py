@@ -78,9 +78,9 @@ def run_tasks(monkeypatch):
     ended: list[tasks.RunsTask] = []
     original = tasks.WorkQueue.finished
 
-    def finished(self, task, seconds):
+    def finished(self, task, seconds, **timed):
         ended.append(task)
-        return original(self, task, seconds)
+        return original(self, task, seconds, **timed)
 
     monkeypatch.setattr(tasks.WorkQueue, "finished", finished)
     return ended
