@@ -39,7 +39,7 @@ from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWor
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import Any, NamedTuple
+from typing import Any
 
 import joblib
 import numpy as np
@@ -726,22 +726,12 @@ def _work_queue(jobs: Sequence[tuple[Any, ...]], n_workers: int, skip: _Skip) ->
 _RUNS_MADE = False  # whether this process made a batch of runs before (its first one is not timed)
 
 
-class _Made(NamedTuple):
-    """A run task's outcome: ``seconds`` its ``timed`` last runs took (NaN: none timed)."""
-
-    seconds: float
-    timed: int
-
-
 def _make_runs(
     point: GridPoint, trial: Trial, runs: range, cache: ArtefactCache | None, *, one_thread: bool = False
-) -> _Made | str:
-    """Make ``runs`` of ``trial`` into ``cache`` (one BLAS thread, as a trial): how long they took, or the error
-    (the trial then makes the runs it finds missing itself, and reports the error if it recurs).
-
-    A process's first batch also pays its imports and data (a second or more), no measure of the runs' cost: its
-    seconds are NaN.  (Timing its runs after the first, made alone, was tried: the workers' warm-ups beside them
-    inflated those times, and the fit on them asked for batches too small.)
+) -> float | str:
+    """Make ``runs`` of ``trial`` into ``cache`` (one BLAS thread, as a trial): the seconds it took (NaN for the
+    process's first batch, which pays its imports and data too), or the error (the trial then makes the runs it
+    finds missing itself, and reports the error if it recurs).
 
     ``one_thread`` limits the OpenMP pools too (torch's, which the batched trainers' numba kernels follow): the
     parent's, while workers that have the cores start beside it (with its whole pool it spun its threads against
@@ -759,7 +749,7 @@ def _make_runs(
     except (Exception, SystemExit) as exc:
         return _error_text(exc)
     warm, _RUNS_MADE = _RUNS_MADE, True
-    return _Made(time.perf_counter() - start if warm else math.nan, len(runs))
+    return time.perf_counter() - start if warm else math.nan
 
 
 def _worker_runs(setup: _WorkerSetup, point: GridPoint, trial: Trial, runs: range, cache: Any) -> Any:
@@ -774,6 +764,15 @@ _OnRuns = Callable[[int, int], None]
 
 def _no_runs(index: int, k: int) -> None:
     return None
+
+
+def _runs_ended(work: WorkQueue, task: RunsTask, made: Any, on_runs: _OnRuns) -> None:
+    """Tell ``work`` that ``task`` ended, with its time when it made its runs (:func:`_make_runs` gave seconds), and
+    count its runs on the progress line; an error, a lost worker or an exception (``made``) only ends it."""
+    seconds = made if isinstance(made, float) else None
+    work.finished(task, seconds)
+    if seconds is not None:
+        on_runs(work.jobs[task.job][1].index, len(task.runs))
 
 
 def _run_local(
@@ -832,12 +831,9 @@ def _run_local(
         return executor.submit(_worker_attempt, setup, *job)
 
     def runs_done(task: RunsTask, future: Future[Any]) -> None:
-        outcome = future.exception() or future.result()
-        made = outcome if isinstance(outcome, _Made) else None
+        made = future.exception() or future.result()
         with lock:
-            work.finished(task, None if made is None else made.seconds, timed=None if made is None else made.timed)
-        if made is not None:
-            on_runs(work.jobs[task.job][1].index, len(task.runs))
+            _runs_ended(work, task, made, on_runs)
 
     def feed() -> None:
         executor = None
@@ -918,12 +914,7 @@ def _run_local(
             if isinstance(taken, RunsTask):
                 made = _make_runs(job[0], job[1], taken.runs, job[4], one_thread=True)
                 with lock:
-                    if isinstance(made, _Made):
-                        work.finished(taken, made.seconds, timed=made.timed)
-                    else:
-                        work.finished(taken, None)
-                if isinstance(made, _Made):
-                    on_runs(job[1].index, len(taken.runs))
+                    _runs_ended(work, taken, made, on_runs)
                 continue
             if on_result(_attempt(*job)):
                 return
@@ -1021,10 +1012,7 @@ def _run_dask(
                     except killed_worker:
                         made = None
                     future.release()
-                    ok = isinstance(made, _Made)
-                    work.finished(task, made.seconds if ok else None, timed=made.timed if ok else None)
-                    if ok:
-                        on_runs(work.jobs[task.job][1].index, len(task.runs))
+                    _runs_ended(work, task, made, on_runs)
                     fill()
                     continue
                 try:

@@ -55,7 +55,6 @@ class BatchSizer:
     def __post_init__(self) -> None:
         timed, self.timed = self.timed, []
         self._sums = [0.0] * 5  # n, Σb, Σt, Σb², Σbt: the fit in constant time however many tasks were timed
-        self._sizes: set[int] = set()
         for size, seconds in timed:
             self.observe(size, seconds)
 
@@ -63,21 +62,25 @@ class BatchSizer:
         """Record that a task of ``size`` runs took ``seconds`` (measured where it ran)."""
         if size > 0 and math.isfinite(seconds) and seconds >= 0:
             self.timed.append((size, seconds))
-            self._sizes.add(size)
             for i, term in enumerate((1.0, size, seconds, size * size, size * seconds)):
                 self._sums[i] += term
 
     def fit(self) -> tuple[float, float] | None:
         """``(a, c)`` of seconds ≈ a + c·size, by least squares on the timed tasks; ``None`` before two sizes are
         timed.  Both are kept non-negative (noise can give a negative intercept)."""
-        if len(self._sizes) < 2:
-            return None
         n, sum_b, sum_t, sum_bb, sum_bt = self._sums
-        mean_b, mean_t = sum_b / n, sum_t / n
-        var = sum_bb - n * mean_b * mean_b
-        c = max((sum_bt - n * mean_b * mean_t) / var, 1e-9) if var > 0 else 1e-9
-        a = max(mean_t - c * mean_b, 0.0)
+        # the sizes' spread: 0 exactly while every timed size is the same (whole numbers, summed exactly)
+        spread = sum_bb - sum_b * sum_b / n if n else 0.0
+        if spread <= 0:
+            return None
+        c = max((sum_bt - sum_b * sum_t / n) / spread, 1e-9)
+        a = max((sum_t - c * sum_b) / n, 0.0)
         return a, c
+
+    def cost(self) -> tuple[float, float] | None:
+        """``(a, c)`` as the sizer plans with them: :meth:`fit`'s, with the dispatch (:data:`DISPATCH`) in a."""
+        fitted = self.fit()
+        return None if fitted is None else (fitted[0] + DISPATCH, fitted[1])
 
     def size(self, remaining: Sequence[int], busy: Sequence[float] = ()) -> int:
         """The size of the next task, given the runs still to hand out of each of the point's trials (the first is
@@ -90,12 +93,11 @@ class BatchSizer:
         halves the batches at every task at the end of a trial).
         """
         left = remaining[0]
-        fitted = self.fit()
-        if fitted is None:  # half a worker's share of what is left: shrinks as runs go, so two sizes get timed
+        cost = self.cost()
+        if cost is None:  # half a worker's share of what is left: shrinks as runs go, so two sizes get timed
             size = min(math.ceil(sum(remaining) / (2 * self.n_workers)), self.limit)
             return max(1, min(size, left))
-        a, c = fitted
-        a += DISPATCH
+        a, c = cost
         others = sorted(busy)[: self.n_workers - 1]
         others += [0.0] * (self.n_workers - 1 - len(others))
         rest_runs = [r for r in remaining[1:] if r > 0]
@@ -294,19 +296,18 @@ class WorkQueue:
         yet: not counted)."""
         now, busy = self._clock(), []
         for task, start in self._out.items():
-            fitted = self._sizers[self._key[task.job]].fit()
-            if fitted is not None:
-                a, c = fitted
-                busy.append(max(a + DISPATCH + c * len(task.runs) - (now - start), 0.0))
+            cost = self._sizers[self._key[task.job]].cost()
+            if cost is not None:
+                busy.append(max(cost[0] + cost[1] * len(task.runs) - (now - start), 0.0))
         return busy
 
-    def finished(self, task: RunsTask, seconds: float | None, *, timed: int | None = None) -> None:
-        """A run task ended: ``seconds`` it took where it ran (for ``timed`` of its runs, all by default), or
-        ``None`` when it failed (its trial then makes the runs it finds missing, and reports the error)."""
+    def finished(self, task: RunsTask, seconds: float | None) -> None:
+        """A run task ended: ``seconds`` it took where it ran, or ``None`` when it failed (its trial then makes
+        the runs it finds missing, and reports the error)."""
         self._state[task.job].in_flight -= 1
         self._out.pop(task, None)
         if seconds is not None:
-            self._sizers[self._key[task.job]].observe(len(task.runs) if timed is None else timed, seconds)
+            self._sizers[self._key[task.job]].observe(len(task.runs), seconds)
 
     def again(self, task: TrialTask) -> None:
         """Hand the trial task out again (its worker died under it).  A run task whose worker died is only

@@ -78,9 +78,9 @@ def run_tasks(monkeypatch):
     ended: list[tasks.RunsTask] = []
     original = tasks.WorkQueue.finished
 
-    def finished(self, task, seconds, **timed):
+    def finished(self, task, seconds):
         ended.append(task)
-        return original(self, task, seconds, **timed)
+        return original(self, task, seconds)
 
     monkeypatch.setattr(tasks.WorkQueue, "finished", finished)
     return ended

@@ -102,9 +102,7 @@ def test_lira_models_as_tasks_on_slurm_jobs_equal_the_local_run(slurm, tmp_path,
     monkeypatch.chdir(tmp_path)
     ended: list[tasks.RunsTask] = []
     original = tasks.WorkQueue.finished
-    monkeypatch.setattr(
-        tasks.WorkQueue, "finished", lambda self, t, s, **k: (ended.append(t), original(self, t, s, **k))[1]
-    )
+    monkeypatch.setattr(tasks.WorkQueue, "finished", lambda self, t, s: (ended.append(t), original(self, t, s))[1])
     config = tmp_path / "lira.toml"
     config.write_text(LIRA)
     run = ["run", str(config), "--no-progress"]

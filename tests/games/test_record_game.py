@@ -647,9 +647,7 @@ def test_a_record_game_s_runs_are_tasks_on_the_workers_with_the_records_of_one_p
     monkeypatch.setattr(runner, "PARENT_PLAYS_WHILE_WORKERS_START", False)
     ended: list[tasks.RunsTask] = []
     original = tasks.WorkQueue.finished
-    monkeypatch.setattr(
-        tasks.WorkQueue, "finished", lambda self, t, s, **k: (ended.append(t), original(self, t, s, **k))[1]
-    )
+    monkeypatch.setattr(tasks.WorkQueue, "finished", lambda self, t, s: (ended.append(t), original(self, t, s))[1])
     config = load_config(_quick_config(tmp_path, tmp_path / "log"))
     alone = run_experiment(config, tmp_path / "alone", n_jobs=1, progress=False)
     # three workers for two targets: both are split (two or more workers would each take a target whole)
