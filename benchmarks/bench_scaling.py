@@ -85,17 +85,11 @@ from heapq import heapify, heappop, heappush
 from pathlib import Path
 from typing import Any
 
-# one thread per process, as a worker has (loky: cores // workers; Dask's nanny: 1): one worker is one core
-_THREAD_VARS = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMBA_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
-for _var in _THREAD_VARS:
+from privgame.engine.threads import THREAD_VARS, worker_env
+
+# one thread per process, as a worker has (loky: cores // workers; Dask's nanny: 1): one worker is one core.  Set
+# before numpy loads (privgame.engine.threads imports nothing heavy)
+for _var in THREAD_VARS:
     os.environ[_var] = "1"
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -397,7 +391,7 @@ def loky_backend(workers: int, n: int) -> Backend:
         timeout=300,
         initializer=runner._init_worker,
         initargs=(os.getpid(), ()),
-        env=runner._worker_env(workers),
+        env=worker_env(workers),
     )
     pings = [executor.submit(runner._worker_ready) for _ in range(workers)]
     wait(pings, return_when=FIRST_COMPLETED)
@@ -534,7 +528,7 @@ def worker_warmup(config: Path) -> float:
         timeout=300,
         initializer=runner._init_worker,
         initargs=(os.getpid(), ()),
-        env=runner._worker_env(1),
+        env=worker_env(1),
     )
     try:
         executor.submit(runner._worker_ready).result()

@@ -64,6 +64,7 @@ from privgame.engine.resources import check_n_jobs
 from privgame.engine.slurm import SlurmCluster
 from privgame.engine.store import ResultsStore, StoreError, describe_trials, writing
 from privgame.engine.tasks import RunsTask, TrialTask, WorkQueue
+from privgame.engine.threads import worker_env
 from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
 
 __all__ = [
@@ -671,27 +672,6 @@ def _worker_start_delay() -> float:
     return min(max(time.process_time(), low), high)
 
 
-#: thread-pool sizes each worker gets, as joblib's loky backend sets them (torch, BLAS and numba read these)
-_THREAD_VARS = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMBA_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
-
-
-def _worker_env(n_workers: int) -> dict[str, str]:
-    """Environment of the workers: ``cores // n_workers`` threads per pool (unless the user set a size), so that
-    n workers running torch or BLAS do not each start a thread per core."""
-    threads = str(max(joblib.cpu_count() // n_workers, 1))
-    env = {var: os.environ.get(var, threads) for var in _THREAD_VARS}
-    env.setdefault("ENABLE_IPC", os.environ.get("ENABLE_IPC", "1"))  # TBB schedulers coordinate across processes
-    return env
-
-
 def _run_in_parent(jobs: Sequence[tuple[Any, ...]], on_result: _OnResult, skip: _Skip = _never) -> None:
     for job in jobs:
         if skip(job):
@@ -821,7 +801,7 @@ def _run_local(
             timeout=300,
             initializer=_init_worker,
             initargs=(os.getpid(), setup.plugins),
-            env=_worker_env(n_workers),
+            env=worker_env(n_workers),
         )
 
     def submit(executor: Any, task: RunsTask | TrialTask) -> Future[Any]:
