@@ -91,8 +91,6 @@ class _Models:
 
     def release(self, mechanism: Mechanism, part: range, *, cache: Any, progress: Any) -> list[Any]:
         """Models ``part``, each read from ``cache`` or trained (the misses in one batched call)."""
-        if cache is not None:
-            self.base.pool_hash  # noqa: B018 -- hashed once here, every model's input shares it (with_include)
         return cached_release_many(
             mechanism,
             [self.base.with_include(self.masks[k], size=self.base.size) for k in part],

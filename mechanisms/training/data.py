@@ -62,10 +62,9 @@ class TrainingData:
     # the content hash of the pool (x, y, n_classes), computed once and shared by with_include's copies, so that
     # caching a thousand releases on one pool hashes its features once; the same for the queries and the frames,
     # and for the digests of the records a lookup release scores
-    _pool_hash: str | None = field(default=None, init=False, repr=False, compare=False)
-    _queries_hash: str | None = field(default=None, init=False, repr=False, compare=False)
-    _frame_hash: str | None = field(default=None, init=False, repr=False, compare=False)
-    _scored: Any = field(default=None, init=False, repr=False, compare=False)
+    # what is computed once per pool (its hashes, its distinct records): one dict that :meth:`with_include`'s copies
+    # share, so whichever copy computes an entry first computes it for all of them
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         x = np.asarray(self.x)
@@ -146,13 +145,11 @@ class TrainingData:
     @property
     def pool_hash(self) -> str:
         """SHA-256 of the pool's content (features, labels, classes), computed on first use."""
-        if self._pool_hash is None:
+        if "pool" not in self._memo:
             from privgame.core.cache import content_hash, make_key
 
-            object.__setattr__(
-                self, "_pool_hash", make_key(x=content_hash(self.x), y=content_hash(self.y), n_classes=self.n_classes)
-            )
-        return str(self._pool_hash)
+            self._memo["pool"] = make_key(x=content_hash(self.x), y=content_hash(self.y), n_classes=self.n_classes)
+        return str(self._memo["pool"])
 
     @property
     def n_queries(self) -> int:
@@ -162,26 +159,26 @@ class TrainingData:
     @property
     def queries_hash(self) -> str:
         """SHA-256 of the queries' features (of none: an empty set), computed on first use."""
-        if self._queries_hash is None:
+        if "queries" not in self._memo:
             from privgame.core.cache import content_hash, make_key
 
             q = np.zeros((0, self.x.shape[1]), dtype=np.float32) if self.queries is None else self.queries
-            object.__setattr__(self, "_queries_hash", make_key(queries=content_hash(q)))
-        return str(self._queries_hash)
+            self._memo["queries"] = make_key(queries=content_hash(q))
+        return str(self._memo["queries"])
 
     @property
     def frame_hash(self) -> str | None:
         """SHA-256 of ``frame`` and ``query_frame`` (values, column names, dtypes), or None without a frame."""
         if self.frame is None:
             return None
-        if self._frame_hash is None:
+        if "frame" not in self._memo:
             from privgame.core.cache import content_hash, make_key
 
             parts = {"frame": content_hash(self.frame)}
             if self.query_frame is not None:
                 parts["query_frame"] = content_hash(self.query_frame)
-            object.__setattr__(self, "_frame_hash", make_key(**parts))
-        return self._frame_hash
+            self._memo["frame"] = make_key(**parts)
+        return str(self._memo["frame"])
 
     def scored_rows(self) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.uint8]]:
         """The distinct records of the pool and the queries, for a model released as its answers on them.
@@ -197,7 +194,7 @@ class TrainingData:
 
         Computed once per pool and shared by :meth:`with_include`'s copies.
         """
-        if self._scored is None:
+        if "scored" not in self._memo:
             from privgame.mechanisms.training.release import DIGEST_BYTES, row_digests
 
             rows = self.x if self.queries is None else np.concatenate([self.x, self.queries])
@@ -208,12 +205,13 @@ class TrainingData:
             rank = np.empty_like(order)
             rank[order] = np.arange(order.size)
             first = first[order].astype(np.intp)
-            object.__setattr__(self, "_scored", (first, rank[inverse.ravel()].astype(np.intp), digests[first]))
-        return self._scored
+            self._memo["scored"] = (first, rank[inverse.ravel()].astype(np.intp), digests[first])
+        scored: tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.uint8]] = self._memo["scored"]
+        return scored
 
     def with_include(self, include: Any, *, size: int | None = None) -> TrainingData:
-        """The same pool (and queries and frames) with another include-mask and public size; the pool's hashes are
-        shared, not recomputed."""
+        """The same pool (and queries and frames) with another include-mask and public size; what is computed once
+        per pool (its hashes, its distinct records) is shared with this one, whichever computes it first."""
         other = TrainingData(
             self.x,
             self.y,
@@ -224,13 +222,12 @@ class TrainingData:
             frame=self.frame,
             query_frame=self.query_frame,
         )
-        for memo in ("_pool_hash", "_queries_hash", "_frame_hash", "_scored"):
-            object.__setattr__(other, memo, getattr(self, memo))
+        object.__setattr__(other, "_memo", self._memo)
         return other
 
     def shares_pool(self, other: TrainingData) -> bool:
         """Whether ``other`` has the same pool (features, labels, classes): the precondition of batching."""
-        if self._pool_hash is not None and self._pool_hash == other._pool_hash:
+        if self._memo is other._memo or self._memo.get("pool", "") == other._memo.get("pool"):
             return True
         return (
             self.n_classes == other.n_classes
