@@ -858,7 +858,7 @@ def privgame_run(config: Path, folder: Path, *extra: str) -> Measured:
     import pandas as pd
     import psutil
 
-    code = "import sys; from privgame.engine.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "from privgame.engine.cli import console; console()"  # as the privgame command
     out, cache = folder / "out", folder / "cache"
     command = [sys.executable, "-c", code, "run", str(config), "--out", str(out), "--cache-dir", str(cache)]
     seen: dict[int, float] = {}

@@ -18,7 +18,6 @@ end); Ctrl-C raises :class:`RunInterrupted`.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import datetime as _dt
 import importlib
@@ -27,7 +26,6 @@ import math
 import os
 import pickle
 import resource
-import signal
 import sys
 import threading
 import time
@@ -47,6 +45,7 @@ from tqdm.auto import tqdm
 
 from privgame.core.cache import ArtefactCache
 from privgame.core.outputs import output_directory_problem
+from privgame.engine import pool
 from privgame.engine._text import printable
 from privgame.engine.config import ConfigError, ExperimentConfig, GridPoint, import_plugins
 from privgame.engine.devices import WorkerDevices
@@ -64,7 +63,6 @@ from privgame.engine.resources import check_n_jobs
 from privgame.engine.slurm import SlurmCluster
 from privgame.engine.store import ResultsStore, StoreError, describe_trials, writing
 from privgame.engine.tasks import RunsTask, TrialTask, WorkQueue
-from privgame.engine.threads import worker_env
 from privgame.games._base import AnalysisSettings, TrialContext, TrialOutcome
 
 __all__ = [
@@ -303,54 +301,6 @@ def _worker_attempt(setup: _WorkerSetup, *job: Any) -> _Attempt:
     if problem is not None:
         return _job_failed(job, problem, RuntimeError(problem))
     return _attempt(*job)
-
-
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-
-
-def _init_worker(parent: int, plugins: tuple[str, ...]) -> None:
-    """Loky worker initializer: :func:`_end_with_parent`, then the config's plugins imported before any trial
-    (a plugin that cannot be imported here fails each trial with the reason, from :func:`_worker_attempt`)."""
-    _end_with_parent(parent)
-    with contextlib.suppress(ConfigError):
-        import_plugins(plugins, source="[experiment] plugins (in a worker)")
-
-
-def _end_with_parent(parent: int) -> None:
-    """End this worker when ``parent`` (the run's process) dies, SIGKILL included.
-
-    On Linux the kernel does it (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); elsewhere a daemon thread polls
-    ``os.getppid()``.  Either way a parent that died before this ran is caught by the first check.
-
-    It also lifts loky's memory-leak guard, which restarts a worker whose memory grew by 300 MB after its first
-    task.  A worker's first task here is the no-op readiness ping (:func:`_worker_ready`), so the first trial's
-    imports and data (torch alone is about that much) tripped it: every worker was restarted once, paying its
-    start-up again, with a "worker stopped" warning.  A trial's memory is checked against the machine's before
-    the run (:mod:`privgame.engine.resources`), and trials keep nothing between them.
-    """
-    with contextlib.suppress(ImportError):
-        from joblib.externals.loky import process_executor
-
-        process_executor._MAX_MEMORY_LEAK_SIZE = 1 << 62  # loky reads it at each check
-    armed = False
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            armed = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    if os.getppid() != parent:
-        os._exit(1)
-    if not armed:
-
-        def watch() -> None:
-            while os.getppid() == parent:
-                time.sleep(0.5)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="privgame-parent-watch", daemon=True).start()
-
-
-def _worker_ready() -> int:
-    """A no-op task: its completion says a worker has started and imported the runner."""
-    return os.getpid()
 
 
 class _RunsBar:
@@ -655,10 +605,6 @@ _WORKER_DEATHS = 2  # a trial in flight when this many worker pools broke is rec
 _START_DELAY_BOUNDS = (0.5, 10.0)
 
 
-def _workers(n_jobs: int) -> int:
-    return joblib.cpu_count() if n_jobs == -1 else n_jobs
-
-
 def _worker_start_delay() -> float:
     """How long the parent plays trials alone before it starts workers: as long as it took to start itself.
 
@@ -780,8 +726,6 @@ def _run_local(
     feeder thread starts the workers and ends them before it exits, as ``PR_SET_PDEATHSIG`` ties each worker to
     the thread that started it.  Every result is stored by the calling thread.
     """
-    from joblib.externals.loky import get_reusable_executor
-
     work = _work_queue(jobs, n_workers, skip)  # the tasks neither the parent nor a worker has taken yet
     # once the workers are started, the parent goes on playing only where a core is left for it: else it would
     # slow their start-up as much as it gains, and a batch of runs it took could hold back its trial.  Where
@@ -789,20 +733,16 @@ def _run_local(
     # mechanism's runs apart: LiRA's M models), the workers start at once, and the parent does not play.
     spare_core = n_workers < joblib.cpu_count()
     parent_plays = PARENT_PLAYS_WHILE_WORKERS_START and (spare_core or not work.splits_next())
-    delay = _worker_start_delay() if parent_plays else 0.0
+    # workers the CLI started before it planned the run (privgame.engine.pool) are paid for: no reason to wait
+    prestarted = pool.take()
+    delay = _worker_start_delay() if parent_plays and not prestarted else 0.0
     lock = threading.Lock()
     ready, stop, launched = threading.Event(), threading.Event(), threading.Event()
     # a future, a trial lost with its worker, an error of the feeder's, or None: the feeder is done
     finished: SimpleQueue[Future[_Attempt] | _Attempt | BaseException | None] = SimpleQueue()
 
     def start_pool() -> Any:  # a fresh pool when the last one broke (loky's reusable executor makes one)
-        return get_reusable_executor(
-            max_workers=n_workers,
-            timeout=300,
-            initializer=_init_worker,
-            initargs=(os.getpid(), setup.plugins),
-            env=worker_env(n_workers),
-        )
+        return pool.executor(n_workers, setup.plugins)
 
     def submit(executor: Any, task: RunsTask | TrialTask) -> Future[Any]:
         job = work.jobs[task.job]
@@ -822,7 +762,7 @@ def _run_local(
                 return  # the parent played every trial: no worker was needed
             executor = start_pool()
             launched.set()
-            pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
+            pings = [executor.submit(pool.worker_ready) for _ in range(n_workers)]
             while parent_plays and not any(p.done() for p in pings):
                 if stop.wait(0.05):
                     return
@@ -1184,7 +1124,7 @@ def _run_held(
         runs_bar.finish(attempt.index)
         return fail_fast and any(one.failure is not None for one in attempt.each())
 
-    workers = _workers(n_jobs)
+    workers = pool.workers(n_jobs)
     setup = _WorkerSetup(config.plugins, config.data_source, devices)
     if devices is not None and dask is None:
         devices.pin()  # the parent plays trials too: it takes a slot (and a GPU) as a worker does
@@ -1192,9 +1132,11 @@ def _run_held(
         with bar, runs_bar:
             skip = sequential.skip if sequential else _never
             if dask is not None:
+                pool.dismiss()
                 if jobs:
                     _run_dask(jobs, dask, workers, on_result, setup, skip, runs_bar.made)
             elif workers == 1 or not (len(jobs) > 1 or any(_separate_runs(job, workers) for job in jobs)):
+                pool.dismiss()  # workers the CLI started early, if any, are not needed
                 _run_in_parent(jobs, on_result, skip)
             else:
                 _run_local(jobs, workers, on_result, setup, skip, runs_bar.made)

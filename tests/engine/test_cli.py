@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -124,3 +126,45 @@ def test_sigma_too_small_to_account_is_one_line_and_nothing_is_made(write_config
     ]
     assert "Traceback" not in err
     assert not out.exists()
+
+
+# -- the command's exit ------------------------------------------------------------------------------------------
+
+
+def _exit_now(body: str) -> subprocess.CompletedProcess[str]:
+    code = "import atexit, sys, threading, time\nfrom privgame.engine.cli import exit_now\n" + body
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_exit_now_runs_the_atexit_handlers_flushes_the_streams_and_keeps_the_status():
+    done = _exit_now(
+        "atexit.register(lambda: print('atexit ran', flush=True))\n"
+        "sys.stdout.write('unflushed ')\nsys.stderr.write('to stderr')\nexit_now(3)\n"
+    )
+    assert done.returncode == 3 and done.stdout == "unflushed atexit ran\n" and done.stderr == "to stderr"
+
+
+def test_exit_now_lets_a_running_thread_that_is_not_a_daemon_finish():
+    done = _exit_now(
+        "def work():\n    time.sleep(0.5)\n    print('thread finished', flush=True)\n"
+        "threading.Thread(target=work).start()\nexit_now(0)\n"
+    )
+    assert done.returncode == 0 and done.stdout == "thread finished\n"
+
+
+def test_the_privgame_command_exits_with_main_s_status(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from privgame.engine.cli import console; console()",
+            "run",
+            str(tmp_path / "no.toml"),
+            "--out",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "does not exist" in done.stderr
