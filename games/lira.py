@@ -38,7 +38,7 @@ from privgame.games._base import (
     root_entropy,
 )
 from privgame.mechanisms._base import Mechanism
-from privgame.mechanisms.cached import cached_release_many
+from privgame.mechanisms.cached import cached_release_many, release_key
 
 __all__ = ["LiRAGame", "lira_masks", "record_aucs"]
 
@@ -89,15 +89,82 @@ class _Models:
     masks: np.ndarray
     seeds: list[np.random.SeedSequence]
 
-    def release(self, mechanism: Mechanism, part: range, *, cache: Any, progress: Any) -> list[Any]:
-        """Models ``part``, each read from ``cache`` or trained (the misses in one batched call)."""
-        return cached_release_many(
-            mechanism,
-            [self.base.with_include(self.masks[k], size=self.base.size) for k in part],
-            seeds=[self.seeds[k] for k in part],
-            cache=cache,
-            progress=progress,
-        )
+    def answers(self, mechanism: Mechanism, part: range, *, cache: Any, progress: Any) -> list[_Answers]:
+        """Models ``part``'s answers on the pool, each read from ``cache`` or computed from its model (read from
+        ``cache`` or trained, the misses in one batched call) and stored there.
+
+        The trial needs only these, so a run task that trains models leaves their answers too: the M forward
+        passes then run on every worker, not in the trial (a sixth of its serial time at M = 64 on Adult).  An
+        answer depends on the model's release (its key) and on the code that computes it (this module and the
+        release protocol's), not on where it was computed: every trial runs with one BLAS thread.
+        """
+        data = [self.base.with_include(self.masks[k], size=self.base.size) for k in part]
+        seeds = [self.seeds[k] for k in part]
+        keys = [None if cache is None else _answers_key(mechanism, d, s) for d, s in zip(data, seeds, strict=True)]
+        n = self.pool.shape[0]
+        found: list[_Answers | None] = [
+            None if key is None else cache.get_arrays(key, decode=lambda arrays: _Answers.decode(arrays, n))
+            for key in keys
+        ]
+        missing = [i for i, answer in enumerate(found) if answer is None]
+        if progress is not None and len(missing) < len(found):
+            progress(len(found) - len(missing))
+        if missing:
+            releases = cached_release_many(
+                mechanism, [data[i] for i in missing], seeds=[seeds[i] for i in missing], cache=cache, progress=progress
+            )
+            for i, release in zip(missing, releases, strict=True):
+                found[i] = answer = _Answers.of(release, self.base.x, self.base.y)
+                if keys[i] is not None:
+                    cache.put_arrays(keys[i], answer.arrays(), compress=False)
+        return [answer for answer in found if answer is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Answers:
+    """A model's answers on the pool: its confidence on each record's label (the logit-scaled statistic's input)
+    and whether it labels the record right."""
+
+    confidence: np.ndarray  # float64 (N₊,)
+    correct: np.ndarray  # bool (N₊,)
+
+    @classmethod
+    def of(cls, release: Any, x: Any, y: np.ndarray) -> _Answers:
+        logits = release.logits(x)  # one forward pass for the confidence and the accuracy
+        confidence = np.asarray(release.confidence_from_logits(logits, y), dtype=np.float64)
+        return cls(confidence, np.asarray(logits.argmax(axis=1) == y, dtype=bool))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"confidence": self.confidence, "correct": self.correct}
+
+    @classmethod
+    def decode(cls, arrays: dict[str, np.ndarray], n: int) -> _Answers:
+        """From a cache entry: exactly the two vectors, of the pool's length ``n`` (anything else is a damaged
+        entry)."""
+        confidence, correct = arrays.get("confidence"), arrays.get("correct")
+        if (
+            set(arrays) != {"confidence", "correct"}
+            or confidence is None
+            or correct is None
+            or confidence.dtype != np.float64
+            or correct.dtype != np.bool_
+            or confidence.shape != (n,)
+            or correct.shape != (n,)
+        ):
+            raise ValueError("not a model's answers on a LiRA pool")
+        return cls(confidence, correct)
+
+
+def _answers_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -> str | None:
+    """The cache key of a model's :class:`_Answers` on its pool (whose hash the release key holds), or ``None``
+    where the model is not cached."""
+    from privgame.core.cache import code_fingerprint, make_key
+
+    release = release_key(mechanism, data, seed)
+    if release is None:
+        return None
+    code = [code_fingerprint(__name__), code_fingerprint("privgame.mechanisms.training.release")]
+    return make_key(artefact="lira answers", release=release, code=code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,14 +322,15 @@ class LiRAGame(Game):
         runs: range,
         context: TrialContext,
     ) -> None:
-        """Train the models ``runs`` into the artefact cache, in one batched call (the trial reads them there).
+        """Train the models ``runs`` into the artefact cache, in one batched call, with their answers on the pool
+        (:meth:`_Models.answers`: the trial reads those).
 
         Also imports ``scipy.stats``, which the trial's analysis needs (the calibrated thresholds, the normality
         diagnostic): a worker that makes runs then plays the trial after them without that import (0.7 s) in the
         run's serial tail, when the other workers have nothing left to do."""
         if not runs or runs.start < 0 or runs.stop > self.n_models or runs.step != 1:
             raise ValueError(f"runs must be a non-empty range of model indices in [0, {self.n_models}), got {runs!r}.")
-        self._models(seed).release(mechanism, runs, cache=context.cache, progress=context.progress)
+        self._models(seed).answers(mechanism, runs, cache=context.cache, progress=context.progress)
         import scipy.stats  # noqa: F401
 
     # -- play ----------------------------------------------------------------------------------------------------
@@ -280,19 +348,15 @@ class LiRAGame(Game):
             raise TypeError(f"game 'lira' plays an attack with an efficient evaluation, got {type(attack).__name__}.")
         models = self._models(seed)
         pool, base, masks = models.pool, models.base, models.masks
-        x, y = base.x, base.y
         cache = None if context is None else context.cache
         progress = None if context is None else context.progress
         confidence = np.empty((self.n_models, self.pool_size))
         accuracy = np.empty((2, self.n_models))
         for start in range(0, self.n_models, self.batch):
             part = range(start, min(start + self.batch, self.n_models))
-            releases = models.release(mechanism, part, cache=cache, progress=progress)
-            for k, release in zip(part, releases, strict=True):
-                logits = release.logits(x)  # one forward pass for the confidence and the accuracy
-                confidence[k] = release.confidence_from_logits(logits, y)
-                correct = logits.argmax(axis=1) == y
-                accuracy[:, k] = correct[masks[k]].mean(), correct[~masks[k]].mean()
+            for k, answer in zip(part, models.answers(mechanism, part, cache=cache, progress=progress), strict=True):
+                confidence[k] = answer.confidence
+                accuracy[:, k] = answer.correct[masks[k]].mean(), answer.correct[~masks[k]].mean()
         started = time.perf_counter()
         fpc = 1.0 - base.public_size / self.pool_size
         scores, valid, fpc = attack.efficient_scores(confidence, masks, fpc=fpc)

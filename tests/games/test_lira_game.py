@@ -28,7 +28,8 @@ def _counting(cache_root: Any) -> tuple[ArtefactCache, list[int]]:
     original = cache.put_arrays
 
     def put(key: str, arrays: Any, **kw: Any) -> None:
-        writes.append(1)
+        if set(arrays) != {"confidence", "correct"}:  # a model's answers on the pool are not a model
+            writes.append(1)
         original(key, arrays, **kw)
 
     cache.put_arrays = put  # type: ignore[method-assign]
@@ -102,6 +103,39 @@ def test_more_models_train_only_the_new_ones_and_equal_training_all_at_once(tmp_
     # trained in batches of 4 + 2 + 4 or of 10: the same models to the bit (the training contract, test_models.py)
     np.testing.assert_array_equal(grown.arrays["confidence"], fresh.arrays["confidence"])
     np.testing.assert_array_equal(grown.scores, fresh.scores)
+
+
+def test_a_trial_reads_its_models_answers_from_the_cache_and_recomputes_a_damaged_one(tmp_path, monkeypatch):
+    """Models made apart (a run task) leave their answers on the pool: the trial reads those, no forward pass, and
+    plays what it plays without the cache; an answers entry that is not one is deleted and computed again."""
+    from privgame.games import lira
+
+    game = LiRAGame(**SMALL, n_models=6, batch=4)
+    cache = ArtefactCache(tmp_path / "cache")
+    game.make_runs(MODEL, LiRA(), seed=SEED, runs=range(0, 6), context=TrialContext(cache=cache))
+    alone = game.play(MODEL, LiRA(), seed=SEED)
+    computed: list[int] = []
+    of = lira._Answers.of
+
+    def counted(*args: Any) -> Any:
+        computed.append(1)
+        return of(*args)
+
+    monkeypatch.setattr(lira._Answers, "of", counted)
+    read = game.play(MODEL, LiRA(), seed=SEED, context=TrialContext(cache=cache))
+    assert computed == []
+    np.testing.assert_array_equal(read.scores, alone.scores)
+    for name in ("confidence", "train_accuracy", "test_accuracy"):
+        np.testing.assert_array_equal(read.arrays[name], alone.arrays[name])
+    models = game._models(SEED)
+    data = models.base.with_include(models.masks[2], size=models.base.size)
+    key = lira._answers_key(MODEL, data, models.seeds[2])
+    assert key is not None and cache.get_arrays(key) is not None
+    cache.put_arrays(key, {"confidence": np.zeros(3), "correct": np.zeros(3, dtype=bool)})  # the wrong length
+    with pytest.warns(UserWarning, match="corrupted cache entry"):
+        again = game.play(MODEL, LiRA(), seed=SEED, context=TrialContext(cache=cache))
+    assert computed == [1]  # model 2's answers, from its cached model
+    np.testing.assert_array_equal(again.scores, alone.scores)
 
 
 def test_a_changed_model_parameter_or_pool_misses_the_cache(tmp_path):
