@@ -85,7 +85,7 @@ from heapq import heapify, heappop, heappush
 from pathlib import Path
 from typing import Any
 
-from privgame.engine.threads import THREAD_VARS, worker_env
+from privgame.engine.threads import THREAD_VARS
 
 # one thread per process, as a worker has (loky: cores // workers; Dask's nanny: 1): one worker is one core.  Set
 # before numpy loads (privgame.engine.threads imports nothing heavy)
@@ -380,19 +380,11 @@ def loky_backend(workers: int, n: int) -> Backend:
     """Start-up and shut-down of a fresh loky pool with privgame's worker set-up; o through ``runner._run_local``."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    from joblib.externals.loky import get_reusable_executor
-
-    from privgame.engine import runner
+    from privgame.engine import pool, runner
 
     jobs, tau = tiny_jobs(n)
     start = time.perf_counter()
-    executor = get_reusable_executor(
-        max_workers=workers,
-        timeout=300,
-        initializer=runner._init_worker,
-        initargs=(os.getpid(), ()),
-        env=worker_env(workers),
-    )
+    executor = pool.executor(workers)
     pings = [executor.submit(runner._worker_ready) for _ in range(workers)]
     wait(pings, return_when=FIRST_COMPLETED)
     first = time.perf_counter() - start
@@ -515,21 +507,13 @@ def worker_warmup(config: Path) -> float:
     """w: what a fresh loky worker's first trial of ``config`` costs more than its second (the imports and data the
     first one loads).  Both are played whole (``runner._worker_attempt``, no cache), timed from the parent, after
     the worker answered a no-op task."""
-    from joblib.externals.loky import get_reusable_executor
-
-    from privgame.engine import runner
+    from privgame.engine import pool, runner
     from privgame.engine.config import load_config
     from privgame.engine.plan import analytic_epsilon, plan_trials
 
     loaded = load_config(config)
     jobs = runner._jobs(loaded, plan_trials(loaded), [analytic_epsilon(p) for p in loaded.grid], None, None)
-    executor = get_reusable_executor(
-        max_workers=1,
-        timeout=300,
-        initializer=runner._init_worker,
-        initargs=(os.getpid(), ()),
-        env=worker_env(1),
-    )
+    executor = pool.executor(1)
     try:
         executor.submit(runner._worker_ready).result()
         seconds = []

@@ -19,11 +19,7 @@ import os
 import stat
 from typing import BinaryIO
 
-__all__ = ["MAX_CONFIG_BYTES", "REASONS", "InputFileError", "open_input", "read_input"]
-
-#: the limit on a config file (``privgame run``'s TOML, a results directory's ``config.toml``): a config is a few
-#: kB; refusing more keeps ``/dev/zero`` or a mistaken data file out
-MAX_CONFIG_BYTES = 1 << 20
+__all__ = ["REASONS", "InputFileError", "open_input", "read_input"]
 
 
 #: the values of :attr:`InputFileError.reason`

@@ -354,47 +354,13 @@ def _worker_devices(args: argparse.Namespace, config: Any, slurm: SlurmCluster |
     return run_devices(args.gpus, n_jobs=args.n_jobs, config=config, here=not remote)
 
 
-def _prestart_workers(args: argparse.Namespace) -> None:
-    """Start the run's loky workers before this process imports the config's components and plans the run
-    (:func:`privgame.engine.pool.prestart`: about 0.5 s of start-up each worker would otherwise begin only then),
-    where the run can only be local on several workers: not a dry run, no Dask or Slurm, and a config that names
-    no plugins (each worker imports those, once the config has been checked).  A config that cannot be read or
-    parsed starts nothing: loading it says why."""
-    from privgame.engine import pool
-
-    if args.dry_run or args.dask_scheduler is not None or args.cluster is not None or pool.workers(args.n_jobs) < 2:
-        return
-    import tomllib
-
-    from privgame.core.inputs import MAX_CONFIG_BYTES, InputFileError, read_input
-
-    try:
-        section = tomllib.loads(read_input(args.config, what="config file", limit=MAX_CONFIG_BYTES).decode())
-    except (InputFileError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return
-    experiment = section.get("experiment")
-    if isinstance(experiment, dict) and not experiment.get("plugins"):
-        pool.prestart(pool.workers(args.n_jobs))
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
-    from privgame.engine import pool
-
-    check_n_jobs(args.n_jobs, what="--n-jobs")
-    _prestart_workers(args)
-    try:
-        return _run_command(args)
-    finally:
-        pool.dismiss()  # workers started early that the run did not take (it stopped before them, or needed none)
-
-
-def _run_command(args: argparse.Namespace) -> int:
-    """:func:`_cmd_run`, its workers started if they can be."""
     from privgame.core.outputs import check_output_directory
     from privgame.engine.config import load_config, read_config_bytes
     from privgame.engine.resources import config_reads
     from privgame.engine.runner import DaskScheduler, RunInterrupted, TrialsFailed, run_experiment
 
+    check_n_jobs(args.n_jobs, what="--n-jobs")
     if args.cache_dir is not None:  # "" would cache into the current directory
         check_output_directory(args.cache_dir, what="--cache-dir")
     slurm = _slurm_cluster(args)  # the cluster is checked (sbatch --test-only) by run_experiment, not submitted yet

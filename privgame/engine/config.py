@@ -39,7 +39,7 @@ from typing import Any
 
 from privgame.analysis._checks import check_int
 from privgame.attacks._base import Attack
-from privgame.core.inputs import MAX_CONFIG_BYTES, InputFileError, read_input
+from privgame.core.inputs import InputFileError, read_input
 from privgame.core.trust import UntrustedImportError, check_import, names_from
 from privgame.engine.registry import ATTACKS, GAMES, MECHANISMS, Registry, UnknownNameError
 from privgame.engine.resources import memory_problem
@@ -228,6 +228,9 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         return _plain(value.tolist())
     return value if value is None or isinstance(value, bool | int | float | str) else repr(value)
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a config is a few kB; refusing more keeps /dev/zero or a mistaken data file out
 
 
 def read_config_bytes(path: str | Path) -> bytes:

@@ -1,19 +1,15 @@
-"""The local worker pool: the loky processes ``privgame run --n-jobs N`` plays on, their set-up, and their early start.
+"""The local worker pool: the loky processes ``privgame run --n-jobs N`` plays on, and their set-up.
 
 The runner (:func:`privgame.engine.runner._run_local`) drives loky's reusable executor itself; this module makes
-it (:func:`executor`: the workers' thread-pool sizes, :func:`init_worker`) and may start it before the run is
-planned (:func:`prestart`).
+it: :func:`executor` (the workers' thread-pool sizes from :mod:`privgame.engine.threads`, :func:`init_worker`, which
+ties each worker to the run's process and imports the config's plugins).  It imports nothing heavy itself; a
+worker imports the runner with its first task, the runner's readiness ping (``runner._worker_ready``).
 
-A worker's start-up (the interpreter, then the runner's imports: pandas, the games, about 0.5 s of one core) costs
-what the parent spends before its run starts (its own imports, the config's components, the plan).  Started by
-the runner, the workers only begin it once the parent is done, so on a machine whose cores the workers fill one
-core idles for that long, before the first task.  ``privgame run`` therefore starts them first
-(:func:`prestart`, from :mod:`privgame.engine.cli`, before it imports the config's modules), where the run can only
-be a local one of several workers and the config names no plugins (those are imported by each worker's
-initializer, once the parent has checked them).  A run that ends up needing no worker (a single trial played in
-the parent, every trial already stored, an error) ends the pool it did not take (:func:`dismiss`).
-
-This module imports nothing heavy, so that the CLI can start the workers before its own imports.
+Starting the workers before the parent has planned the run (before its own imports) was tried and measured: it
+saved 0.1 s of a 6 s LiRA repetition on two workers, and cost 0.2 s of the 2 s quickstart, whose workers the
+runner starts only once the parent has played for as long as its own start-up
+(:func:`privgame.engine.runner._worker_start_delay`): two starting processes beside the parent's imports on two
+cores slow it as much as they gain.
 """
 
 from __future__ import annotations
@@ -29,12 +25,11 @@ from typing import Any
 
 from privgame.engine.threads import worker_env
 
-__all__ = ["dismiss", "executor", "init_worker", "prestart", "take", "worker_ready", "workers"]
+__all__ = ["executor", "init_worker", "workers"]
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 #: seconds an idle worker waits for a task before loky ends it
 IDLE_TIMEOUT = 300
-_prestarted: Any = None  # the executor prestart started, until a run takes it or it is dismissed
 
 
 def workers(n_jobs: int) -> int:
@@ -59,47 +54,15 @@ def executor(n_workers: int, plugins: tuple[str, ...] = ()) -> Any:
     )
 
 
-def prestart(n_workers: int) -> None:
-    """Start ``n_workers`` workers now, without plugins, for the run this process is about to plan.
-
-    Loky starts its processes when a task is submitted, so each gets a readiness ping.  The workers are started
-    by the calling thread, the one ``PR_SET_PDEATHSIG`` ties them to (the CLI's main thread, which lives as long as
-    the run).
-    """
-    global _prestarted
-    pool = executor(n_workers)
-    for _ in range(n_workers):
-        pool.submit(worker_ready)
-    _prestarted = pool
-
-
-def take() -> bool:
-    """Whether :func:`prestart` started workers that are still running; the run has them now (it gets them from
-    :func:`executor`, which keeps them where its arguments match and replaces them otherwise)."""
-    global _prestarted
-    pool, _prestarted = _prestarted, None
-    return pool is not None and not pool._flags.shutdown and pool._flags.broken is None
-
-
-def dismiss() -> None:
-    """End the workers :func:`prestart` started if no run took them (none does where the trials are played in the
-    parent, are already stored, or the run stopped before it began)."""
-    global _prestarted
-    pool, _prestarted = _prestarted, None
-    if pool is not None:
-        pool.shutdown(wait=True, kill_workers=True)
-
-
 def init_worker(parent: int, plugins: tuple[str, ...]) -> None:
-    """Loky worker initializer: :func:`end_with_parent`, the runner imported (what every task needs, paid while
-    the parent plans), then the config's plugins imported before any trial (a plugin that cannot be imported here
-    fails each trial with the reason, from ``runner._worker_attempt``)."""
+    """Loky worker initializer: :func:`end_with_parent`, then the config's plugins imported before any trial (a
+    plugin that cannot be imported here fails each trial with the reason, from ``runner._worker_attempt``)."""
     end_with_parent(parent)
-    from privgame.engine import runner  # noqa: F401  (its imports: the work of every task)
-    from privgame.engine.config import ConfigError, import_plugins
+    if plugins:
+        from privgame.engine.config import ConfigError, import_plugins
 
-    with contextlib.suppress(ConfigError):
-        import_plugins(plugins, source="[experiment] plugins (in a worker)")
+        with contextlib.suppress(ConfigError):
+            import_plugins(plugins, source="[experiment] plugins (in a worker)")
 
 
 def end_with_parent(parent: int) -> None:
@@ -109,7 +72,7 @@ def end_with_parent(parent: int) -> None:
     ``os.getppid()``.  Either way a parent that died before this ran is caught by the first check.
 
     It also lifts loky's memory-leak guard, which restarts a worker whose memory grew by 300 MB after its first
-    task.  A worker's first task here is the no-op readiness ping (:func:`worker_ready`), so the first trial's
+    task.  A worker's first task here is the runner's readiness ping (``runner._worker_ready``), so the first trial's
     imports and data (torch alone is about that much) tripped it: every worker was restarted once, paying its
     start-up again, with a "worker stopped" warning.  A trial's memory is checked against the machine's before
     the run (:mod:`privgame.engine.resources`), and trials keep nothing between them.
@@ -132,8 +95,3 @@ def end_with_parent(parent: int) -> None:
             os._exit(1)
 
         threading.Thread(target=watch, name="privgame-parent-watch", daemon=True).start()
-
-
-def worker_ready() -> int:
-    """A no-op task: its completion says a worker has started and imported the runner."""
-    return os.getpid()

@@ -303,6 +303,12 @@ def _worker_attempt(setup: _WorkerSetup, *job: Any) -> _Attempt:
     return _attempt(*job)
 
 
+def _worker_ready() -> int:
+    """The readiness ping, a worker's first task: its completion says the worker has started and imported the
+    runner (unpickling it does)."""
+    return os.getpid()
+
+
 class _RunsBar:
     """In the parent: a second progress line counting mechanism runs (finished trials' plus running trials' files)."""
 
@@ -733,9 +739,7 @@ def _run_local(
     # mechanism's runs apart: LiRA's M models), the workers start at once, and the parent does not play.
     spare_core = n_workers < joblib.cpu_count()
     parent_plays = PARENT_PLAYS_WHILE_WORKERS_START and (spare_core or not work.splits_next())
-    # workers the CLI started before it planned the run (privgame.engine.pool) are paid for: no reason to wait
-    prestarted = pool.take()
-    delay = _worker_start_delay() if parent_plays and not prestarted else 0.0
+    delay = _worker_start_delay() if parent_plays else 0.0
     lock = threading.Lock()
     ready, stop, launched = threading.Event(), threading.Event(), threading.Event()
     # a future, a trial lost with its worker, an error of the feeder's, or None: the feeder is done
@@ -762,7 +766,7 @@ def _run_local(
                 return  # the parent played every trial: no worker was needed
             executor = start_pool()
             launched.set()
-            pings = [executor.submit(pool.worker_ready) for _ in range(n_workers)]
+            pings = [executor.submit(_worker_ready) for _ in range(n_workers)]
             while parent_plays and not any(p.done() for p in pings):
                 if stop.wait(0.05):
                     return
@@ -1132,11 +1136,9 @@ def _run_held(
         with bar, runs_bar:
             skip = sequential.skip if sequential else _never
             if dask is not None:
-                pool.dismiss()
                 if jobs:
                     _run_dask(jobs, dask, workers, on_result, setup, skip, runs_bar.made)
             elif workers == 1 or not (len(jobs) > 1 or any(_separate_runs(job, workers) for job in jobs)):
-                pool.dismiss()  # workers the CLI started early, if any, are not needed
                 _run_in_parent(jobs, on_result, skip)
             else:
                 _run_local(jobs, workers, on_result, setup, skip, runs_bar.made)
