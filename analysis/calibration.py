@@ -695,6 +695,10 @@ def _standardised(
     return z, valid, n_out
 
 
+#: the most weights one block of bootstrap replicates holds (replicates × samples, at most 64 replicates): 32 MB
+_BOOT_BLOCK_ELEMENTS = 1 << 22
+
+
 class _NaiveBootstrap:
     """Re-selects the naive global threshold in a bootstrap replicate that weights column x by w[x].
 
@@ -715,11 +719,13 @@ class _NaiveBootstrap:
         self.n_out_col = (~m).sum(axis=0)
         self.n_in_col = m.sum(axis=0)
         self.alphas = alphas
-        self.prefix = min(self.out_desc.size, int(2 * alphas.max() * self.out_desc.size) + 64)
+        # the prefix a replicate needs is about α n₀ OUT pairs, give or take a few hundred (a sample's OUT pairs
+        # share its weight); a replicate that needs more doubles it, so the length never changes a result
+        self.prefix = min(self.out_desc.size, int(1.25 * alphas.max() * self.out_desc.size) + 256)
 
-    def __call__(self, w: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        n0 = int(w @ self.n_out_col)
-        n1 = int(w @ self.n_in_col)
+    def __call__(self, w: NDArray[np.int64], n0: int, n1: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The naive TPR and realised FPR at each α of the replicate weighted by ``w``, whose weighted OUT and IN
+        pair counts are ``n0`` and ``n1``."""
         if n0 == 0 or n1 == 0:
             nan = np.full(self.alphas.size, np.nan)
             return nan, nan
@@ -927,16 +933,38 @@ def calibration_report(
     intervals: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
     if n_boot > 0 and generator is not None:  # (a generator is required when n_boot > 0)
         naive = _NaiveBootstrap(s, m, alphas)
-        replicates: dict[str, list[NDArray[np.float64]]] = {name: [] for name in point}
-        for _ in range(n_boot):
-            w = np.bincount(generator.integers(0, n_samples, size=n_samples), minlength=n_samples)
-            tpr_b, fpr_b = naive(w)
-            replicates["tpr_naive"].append(tpr_b)
-            replicates["fpr_naive"].append(fpr_b)
-            for name, value in rates(w).items():
-                replicates[name].append(value)
-        for name, values in replicates.items():
-            stacked = np.array(values)
+        replicates = {name: np.empty((n_boot, alphas.size)) for name in point}
+        # every count of a replicate is an integer, so one float64 product gives a block of replicates' counts
+        # exactly (whatever the order of the sums: they stay far below 2**53); the per-sample means are floats,
+        # taken one replicate at a time as rates(w) does
+        a = alphas.size
+        columns = (pp_tp_col, pp_fp_col, ppt_tp_col, ppt_fp_col, n_pp_in_col, n_pp_out_col, eligible)
+        counted = np.vstack([*columns, naive.n_out_col, naive.n_in_col]).T.astype(np.float64)
+        block = max(1, min(64, _BOOT_BLOCK_ELEMENTS // n_samples))
+        for first in range(0, n_boot, block):
+            w = np.stack(  # the replicates' weights, drawn in turn as one at a time would draw them
+                [
+                    np.bincount(generator.integers(0, n_samples, size=n_samples), minlength=n_samples)
+                    for _ in range(min(block, n_boot - first))
+                ]
+            )
+            weights = w.astype(np.float64)  # what numpy multiplies float64 by: the same products as w's
+            sums = weights @ counted
+            tp, fp, tp_t, fp_t = (sums[:, i * a : (i + 1) * a] for i in range(4))
+            n_in, n_out, weight_eligible, n0, n1 = sums[:, 4 * a :].T
+            done = slice(first, first + w.shape[0])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                replicates["tpr_pp"][done] = tp / n_in[:, None]
+                replicates["fpr_pp"][done] = fp / n_out[:, None]
+                replicates["tpr_pp_t"][done] = tp_t / n_in[:, None]
+                replicates["fpr_pp_t"][done] = fp_t / n_out[:, None]
+                for j, (wj, fj) in enumerate(zip(w, weights, strict=True)):
+                    r = first + j
+                    replicates["tpr_per_sample"][r] = (ps_tpr @ fj) / weight_eligible[j]
+                    replicates["fpr_per_sample"][r] = (ps_fpr @ fj) / weight_eligible[j]
+                    replicates["fpr_per_sample_expected"][r] = (ps_expected @ fj) / weight_eligible[j]
+                    replicates["tpr_naive"][r], replicates["fpr_naive"][r] = naive(wj, int(n0[j]), int(n1[j]))
+        for name, stacked in replicates.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no replicate defined the rate
                 low, high = np.nanquantile(stacked, [rho / 2.0, 1.0 - rho / 2.0], axis=0)

@@ -338,12 +338,28 @@ def test_report_never_leaks_nan_from_unstandardisable_pairs() -> None:
     assert np.isfinite(numbers.to_numpy(dtype=float)).all()
 
 
-def test_report_bootstrap_matches_a_replay_of_its_draws() -> None:
-    """Each replicate equals the report of the resampled columns; the interval is their percentile interval."""
+@pytest.mark.parametrize("blocks", ["one block", "blocks of 7", "a prefix of one pair"])
+def test_report_bootstrap_matches_a_replay_of_its_draws(blocks: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each replicate equals the report of the resampled columns; the interval is their percentile interval.
+
+    Whatever the blocks the replicates are counted in (the last one partial), and however short the OUT prefix the
+    naive threshold's search starts from (it doubles until every replicate's count is reached)."""
+    from privgame.analysis import calibration
+
     rng = _rng(6)
     s, m, _, _ = _lira_like(rng, 12, 60)
     s[:, :5] = np.round(s[:, :5], 1)  # ties in the pooled scores
-    n_boot, confidence = 40, 0.8
+    n_boot, confidence = (40, 0.8) if blocks == "one block" else (150, 0.8)
+    if blocks == "blocks of 7":
+        monkeypatch.setattr(calibration, "_BOOT_BLOCK_ELEMENTS", 7 * 60 + 59)
+    if blocks == "a prefix of one pair":
+        init = calibration._NaiveBootstrap.__init__
+
+        def short(self: Any, *args: Any) -> None:
+            init(self, *args)
+            self.prefix = 1
+
+        monkeypatch.setattr(calibration._NaiveBootstrap, "__init__", short)
     report = calibration_report(s, m, fprs=(0.05, 0.2), confidence=confidence, n_boot=n_boot, rng=_rng(7))
     replay = _rng(7)
     reps = []
