@@ -59,7 +59,7 @@
 Ends with ONE JSON line: ``costs`` (a, c, h per mechanism), ``trials`` (u, r per measured trial), ``backends``
 (overhead, start-up, shut-down per backend; ``slurm_local`` null when skipped), ``predicted`` (T(W) per large
 experiment), ``check`` (predicted, measured, ratio per run), ``lira_cpu_over_wall`` and the sizes.  Run on a quiet
-machine (the load average is printed; the full run takes about 9 minutes on 2 cores).  ``--quick``: small configs
+machine (the load average is printed; the full run takes about 7 minutes on 2 cores).  ``--quick``: small configs
 only (a smoke test, under a minute on a quiet machine; no Slurm; one pass; the table predicts the check configs).
 """
 
