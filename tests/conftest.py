@@ -150,6 +150,19 @@ def no_hang():
     signal.signal(signal.SIGALRM, previous)
 
 
+def model_entries(cache: Path) -> set[Path]:
+    """The trained models' entries in the artefact cache ``cache`` (npz arrays), not the answers on the pool a LiRA
+    run task stores beside each model (``games/lira.py``)."""
+    import numpy as np
+
+    found = set()
+    for entry in cache.glob("v1/arrays/*/*.npz"):
+        with np.load(entry, allow_pickle=False) as arrays:
+            if set(arrays.files) != {"confidence", "correct"}:
+                found.add(entry)
+    return found
+
+
 def forge_factory_name(entry: Path, model: str) -> None:
     """Rewrite the cached model release ``entry`` (an npz of ``v1/arrays``) to name the factory ``model``, with a
     checksum marker that matches: what an attacker with write access to a cache can do (tests/core/test_trust.py,

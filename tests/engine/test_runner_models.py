@@ -20,6 +20,7 @@ from privgame.engine.config import load_config
 from privgame.engine.runner import run_experiment
 from privgame.engine.store import ResultsStore, drop_timings
 from privgame.games._base import TrialContext
+from tests.conftest import model_entries
 
 LIRA = """
 [experiment]
@@ -67,18 +68,8 @@ def _assert_same(a: ResultsStore, b: ResultsStore) -> None:
             np.testing.assert_array_equal(oa.arrays[name], ob.arrays[name])
 
 
-def _model_entries(cache: Path) -> set[Path]:
-    """The models' entries in ``cache`` (not their answers on the LiRA pool, the other arrays a run task leaves)."""
-    found = set()
-    for entry in cache.glob("v1/arrays/*/*.npz"):
-        with np.load(entry, allow_pickle=False) as arrays:
-            if set(arrays.files) != {"confidence", "correct"}:
-                found.add(entry)
-    return found
-
-
 def _models_in(cache: Path) -> int:
-    return len(_model_entries(cache))
+    return len(model_entries(cache))
 
 
 @pytest.fixture
@@ -183,12 +174,12 @@ def test_a_run_killed_after_half_its_models_resumes_model_by_model(tmp_path):
     assert 16 <= made < 32, f"killed with {made} of 32 models made (the run must be killed in the middle)"
     store = ResultsStore(tmp_path / "killed")
     assert store.done() == set()  # the trial itself never finished
-    before = _model_entries(cache)
+    before = model_entries(cache)
     finished = subprocess.run(
         [*command, "--out", str(tmp_path / "killed"), "--cache-dir", str(cache)], capture_output=True, text=True
     )
     assert finished.returncode == 0, finished.stderr
-    new = _model_entries(cache) - before
+    new = model_entries(cache) - before
     assert len(new) == 32 - made  # only the models the kill had not made
     _assert_same(ResultsStore(tmp_path / "killed"), _run(path, tmp_path / "whole", 1, None))
 

@@ -23,6 +23,7 @@ import pytest
 from privgame.engine.cli import main
 from privgame.engine.slurm import SlurmCluster
 from privgame.engine.store import ResultsStore, drop_timings
+from tests.conftest import model_entries
 from tests.local_slurm import SlurmUnavailable, local_slurm
 from tests.local_slurm import ask as _ask
 
@@ -112,7 +113,7 @@ def test_lira_models_as_tasks_on_slurm_jobs_equal_the_local_run(slurm, tmp_path,
     # trials 0-4 whole while each of the 2 workers can have one, the last split into batches on both
     assert sorted((t.job, k) for t in ended for k in t.runs) == [(5, k) for k in range(8)]
     _same_results(tmp_path / "local", tmp_path / "on-slurm", 6)
-    assert len(list((tmp_path / "shared-cache").glob("v1/arrays/*/*.npz"))) == 6 * 8
+    assert len(model_entries(tmp_path / "shared-cache")) == 6 * 8
 
 
 @pytest.mark.slow
