@@ -915,31 +915,36 @@ def calibration_report(
         ps_expected = np.where(eligible, ps_expected, 0.0)
         ps_tpr = np.where(eligible, ps_tp / n_in_col, 0.0)
 
-    def rates(w: NDArray[Any]) -> dict[str, NDArray[np.float64]]:
-        """Every column-additive rate of the columns weighted by w (all ones: the data itself)."""
+    # every count is an integer, so one float64 product gives a block of weightings' counts exactly (whatever the
+    # order of its sums: they stay far below 2**53); the per-sample means are floats, one weighting at a time
+    a = alphas.size
+    counts = (pp_tp_col, pp_fp_col, ppt_tp_col, ppt_fp_col, n_pp_in_col, n_pp_out_col, eligible)
+    counted = np.vstack(counts).T.astype(np.float64)
+
+    def rates(weights: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+        """Every column-additive rate of the columns weighted by each row of ``weights`` (b, N), as (b, len(α))
+        arrays (a row of ones: the data itself)."""
+        sums = weights @ counted
+        tp, fp, tp_t, fp_t = (sums[:, i * a : (i + 1) * a] for i in range(4))
+        n_in, n_out, weight_eligible = (column[:, None] for column in sums[:, 4 * a :].T)
+        per_sample = np.array([[p @ row for p in (ps_tpr, ps_fpr, ps_expected)] for row in weights])
         with np.errstate(divide="ignore", invalid="ignore"):
-            weight_eligible = w @ eligible
             return {
-                "tpr_pp": (pp_tp_col @ w) / (n_pp_in_col @ w),
-                "fpr_pp": (pp_fp_col @ w) / (n_pp_out_col @ w),
-                "tpr_pp_t": (ppt_tp_col @ w) / (n_pp_in_col @ w),
-                "fpr_pp_t": (ppt_fp_col @ w) / (n_pp_out_col @ w),
-                "tpr_per_sample": (ps_tpr @ w) / weight_eligible,
-                "fpr_per_sample": (ps_fpr @ w) / weight_eligible,
-                "fpr_per_sample_expected": (ps_expected @ w) / weight_eligible,
+                "tpr_pp": tp / n_in,
+                "fpr_pp": fp / n_out,
+                "tpr_pp_t": tp_t / n_in,
+                "fpr_pp_t": fp_t / n_out,
+                "tpr_per_sample": per_sample[:, 0] / weight_eligible,
+                "fpr_per_sample": per_sample[:, 1] / weight_eligible,
+                "fpr_per_sample_expected": per_sample[:, 2] / weight_eligible,
             }
 
-    point = {"tpr_naive": tpr_naive, "fpr_naive": fpr_naive, **rates(np.ones(n_samples))}
+    point = {"tpr_naive": tpr_naive, "fpr_naive": fpr_naive}
+    point.update({name: value[0] for name, value in rates(np.ones((1, n_samples))).items()})
     intervals: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
     if n_boot > 0 and generator is not None:  # (a generator is required when n_boot > 0)
         naive = _NaiveBootstrap(s, m, alphas)
-        replicates = {name: np.empty((n_boot, alphas.size)) for name in point}
-        # every count of a replicate is an integer, so one float64 product gives a block of replicates' counts
-        # exactly (whatever the order of the sums: they stay far below 2**53); the per-sample means are floats,
-        # taken one replicate at a time as rates(w) does
-        a = alphas.size
-        columns = (pp_tp_col, pp_fp_col, ppt_tp_col, ppt_fp_col, n_pp_in_col, n_pp_out_col, eligible)
-        counted = np.vstack([*columns, naive.n_out_col, naive.n_in_col]).T.astype(np.float64)
+        replicates = {name: np.empty((n_boot, a)) for name in point}
         block = max(1, min(64, _BOOT_BLOCK_ELEMENTS // n_samples))
         for first in range(0, n_boot, block):
             w = np.stack(  # the replicates' weights, drawn in turn as one at a time would draw them
@@ -948,22 +953,11 @@ def calibration_report(
                     for _ in range(min(block, n_boot - first))
                 ]
             )
-            weights = w.astype(np.float64)  # what numpy multiplies float64 by: the same products as w's
-            sums = weights @ counted
-            tp, fp, tp_t, fp_t = (sums[:, i * a : (i + 1) * a] for i in range(4))
-            n_in, n_out, weight_eligible, n0, n1 = sums[:, 4 * a :].T
             done = slice(first, first + w.shape[0])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                replicates["tpr_pp"][done] = tp / n_in[:, None]
-                replicates["fpr_pp"][done] = fp / n_out[:, None]
-                replicates["tpr_pp_t"][done] = tp_t / n_in[:, None]
-                replicates["fpr_pp_t"][done] = fp_t / n_out[:, None]
-                for j, (wj, fj) in enumerate(zip(w, weights, strict=True)):
-                    r = first + j
-                    replicates["tpr_per_sample"][r] = (ps_tpr @ fj) / weight_eligible[j]
-                    replicates["fpr_per_sample"][r] = (ps_fpr @ fj) / weight_eligible[j]
-                    replicates["fpr_per_sample_expected"][r] = (ps_expected @ fj) / weight_eligible[j]
-                    replicates["tpr_naive"][r], replicates["fpr_naive"][r] = naive(wj, int(n0[j]), int(n1[j]))
+            for name, value in rates(w.astype(np.float64)).items():
+                replicates[name][done] = value
+            for j, (n0, n1) in enumerate(zip(w @ naive.n_out_col, w @ naive.n_in_col, strict=True)):
+                replicates["tpr_naive"][first + j], replicates["fpr_naive"][first + j] = naive(w[j], int(n0), int(n1))
         for name, stacked in replicates.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no replicate defined the rate
