@@ -138,6 +138,33 @@ def test_a_trial_reads_its_models_answers_from_the_cache_and_recomputes_a_damage
     np.testing.assert_array_equal(again.scores, alone.scores)
 
 
+@pytest.mark.parametrize(
+    "arrays",
+    [
+        {"confidence": np.zeros(300, dtype=np.float32), "correct": np.zeros(300, dtype=bool)},  # not float64
+        {"confidence": np.zeros(300), "correct": np.zeros(300, dtype=np.int64)},  # not booleans
+        {"confidence": np.zeros(300), "correct": np.zeros(300, dtype=bool), "extra": np.zeros(1)},
+        {"confidence": np.zeros((300, 1)), "correct": np.zeros(300, dtype=bool)},  # not a vector
+        {"confidence": np.zeros(300)},  # one missing
+    ],
+    ids=["float32", "int-correct", "extra-array", "matrix", "missing"],
+)
+def test_an_answers_entry_that_is_not_one_is_a_deleted_miss(tmp_path, arrays):
+    from privgame.games import lira
+
+    game = LiRAGame(**SMALL, n_models=6, batch=4)
+    cache = ArtefactCache(tmp_path / "cache")
+    game.make_runs(MODEL, LiRA(), seed=SEED, runs=range(0, 6), context=TrialContext(cache=cache))
+    models = game._models(SEED)
+    key = lira._answers_key(MODEL, models.base.with_include(models.masks[0], size=models.base.size), models.seeds[0])
+    assert key is not None
+    cache.put_arrays(key, arrays)
+    with pytest.warns(UserWarning, match="corrupted cache entry"):
+        read = game.play(MODEL, LiRA(), seed=SEED, context=TrialContext(cache=cache))
+    np.testing.assert_array_equal(read.scores, game.play(MODEL, LiRA(), seed=SEED).scores)
+    assert cache.get_arrays(key, decode=lambda a: lira._Answers.decode(a, 300)) is not None  # stored again
+
+
 def test_a_changed_model_parameter_or_pool_misses_the_cache(tmp_path):
     cache, writes = _counting(tmp_path / "cache")
     game = LiRAGame(**SMALL, n_models=4)
