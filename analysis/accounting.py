@@ -43,9 +43,13 @@ __all__ = [
     "gaussian_noise_for_epsilon",
     "pure_composition_claim",
     "pure_composition_epsilon",
+    "pure_epsilon_claim",
     "randomized_response_claim",
     "randomized_response_epsilon",
     "sampled_probability",
+    "zcdp_claim",
+    "zcdp_delta",
+    "zcdp_rho",
 ]
 
 NeighbouringRelation = dp_accounting.NeighboringRelation
@@ -111,6 +115,10 @@ def epsilon_for_event(
         if math.isnan(eps) or (math.isinf(eps) and 0 < sigma < math.inf and d > 0):
             eps = balle_wang_epsilon(sigma, d)
         return eps
+    if isinstance(event, dp_accounting.RandomizedResponseDpEvent):
+        # randomized response is a stated guarantee (the dominating pair of any ε-DP mechanism under the relation
+        # the mechanism claims), the same under every relation; dp_accounting's PLD knows it only as replace-one
+        neighbouring = NeighbouringRelation.REPLACE_ONE
     acct: dp_accounting.PrivacyAccountant
     if accountant == "pld":
         acct = pld_privacy_accountant.PLDAccountant(
@@ -123,7 +131,7 @@ def epsilon_for_event(
     if (
         accountant == "rdp"
         and neighbouring == NeighbouringRelation.REPLACE_ONE
-        and not isinstance(event, dp_accounting.RandomizedResponseDpEvent)
+        and not isinstance(event, dp_accounting.RandomizedResponseDpEvent | dp_accounting.ZCDpEvent)
     ):
         # dp_accounting's RDP accountant ignores REPLACE_ONE for Gaussian-based events (it keeps sensitivity 1
         # where replacing a record moves the sum by 2), which would understate ε.
@@ -413,6 +421,62 @@ def pure_composition_claim(epsilons: Sequence[float]) -> PrivacyClaim:
 def pure_composition_epsilon(epsilons: Sequence[float], delta: float = 0.0) -> float:
     """ε at ``delta`` of the composition of pure ε_i-DP steps (Σ ε_i at δ = 0), through ``dp_accounting``."""
     return pure_composition_claim(epsilons).epsilon(delta)
+
+
+def pure_epsilon_claim(epsilon: float, neighbouring: dp_accounting.NeighboringRelation) -> PrivacyClaim:
+    """The claim of an ε-DP mechanism under ``neighbouring``, stated by its authors (an external generator).
+
+    Binary randomized response at ε is the dominating pair of every ε-DP mechanism, so its event stands for any
+    of them (:func:`pure_composition_claim` of one step, under the stated relation).
+    """
+    eps = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    event = randomized_response_claim(eps).event
+    return PrivacyClaim(event=event, neighbouring=neighbouring, value_discretization_interval=1e-9)
+
+
+def zcdp_claim(rho: float, neighbouring: dp_accounting.NeighboringRelation) -> PrivacyClaim:
+    """The claim of a ρ-zCDP mechanism under ``neighbouring`` (Bun and Steinke 2016): ``ZCDpEvent(rho)`` through
+    dp_accounting's RDP accountant, which turns (α, αρ)-RDP into (ε, δ).
+
+    The stated ρ already holds under the stated relation (the generator's authors set its noise for it), so the
+    accountant's handling of neighbouring relations does not enter.
+    """
+    r = check_real("rho", rho, low=0.0, low_open=True)
+    return PrivacyClaim(event=dp_accounting.ZCDpEvent(rho=r), neighbouring=neighbouring, accountant="rdp")
+
+
+def _zcdp_log_delta(rho: float, epsilon: float) -> float:
+    """log of :func:`zcdp_delta` before its cap at 1 (finite where δ itself underflows)."""
+
+    def log_delta(alpha: float) -> float:
+        return (alpha - 1.0) * (alpha * rho - epsilon) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1.0)
+
+    # the exponent is convex in α, its minimum near (ε + 1) / (2ρ): searched on a bracket that holds it
+    high = max(4.0, 2.0 * (epsilon + 1.0) / (2.0 * rho) + 2.0)
+    found = optimize.minimize_scalar(log_delta, bounds=(1.0 + 1e-9, high), method="bounded", options={"xatol": 1e-10})
+    return min(float(found.fun), log_delta(high))
+
+
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """The δ at which ρ-zCDP gives ε-DP, by the conversion of Canonne, Kamath and Steinke [3]_ (Prop. 12, the one
+    mbi's ``cdp_delta`` and the MST/AIM papers use): ``inf over α > 1 of exp((α − 1)(αρ − ε)) (1 − 1/α)^α / (α − 1)``.
+
+    References
+    ----------
+    .. [3] C. Canonne, G. Kamath, T. Steinke. The Discrete Gaussian for Differential Privacy. NeurIPS 2020,
+       arXiv:2004.00010.
+    """
+    r = check_real("rho", rho, low=0.0, low_open=True)
+    eps = check_real("epsilon", epsilon, low=0.0)
+    return float(min(1.0, math.exp(_zcdp_log_delta(r, eps))))
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest ρ whose ρ-zCDP gives (ε, δ)-DP by :func:`zcdp_delta`'s conversion: what MST and AIM (mbi)
+    spend when asked for (ε, δ)."""
+    eps = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    log_d = math.log(check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
+    return float(optimize.brentq(lambda r: _zcdp_log_delta(r, eps) - log_d, 1e-12, eps + 1.0, xtol=1e-15, rtol=1e-12))
 
 
 _CALIBRATION_METHOD = "coarse PLD 1e-3, then verified at the claim's PLD 1e-4 (v2)"

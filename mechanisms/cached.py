@@ -38,6 +38,10 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
         # the mechanism's own package and ``analysis`` (discretisation, checks), which every generator uses
         code = [code_fingerprint(type(mechanism).__module__), code_fingerprint("privgame.analysis.discretise")]
         content: Any = content_hash(data)
+        # a generator that runs a program (mechanisms/synth/external.py) depends on that program's files too
+        extra = getattr(mechanism, "cache_inputs", None)
+        if callable(extra):
+            content = {"table": content, **extra(data)}
     elif mechanism.release_kind == "model" and isinstance(data, TrainingData):
         # the trainers share mechanisms/training (data, release, the network trainer) and mechanisms/dpsgd
         # (the models' initialisation, DP-SGD)
@@ -149,14 +153,20 @@ def cached_release_many(
         progress(len(data) - len(todo))
     if not todo:
         return out
-    if type(mechanism).release_runs is Mechanism.release_runs:
+    if type(mechanism).release_runs is Mechanism.release_runs or not getattr(mechanism, "batches_runs", True):
         # no batching to gain: run and store one at a time, so a kill loses at most the run in flight
         for i in todo:
             out[i] = _store(cache, keys[i], mechanism.release(data[i], rng=np.random.default_rng(seeds[i])))
             if progress is not None:
                 progress(1)
         return out
-    fresh = mechanism.release_runs([data[i] for i in todo], rngs=[np.random.default_rng(seeds[i]) for i in todo])
+    try:
+        fresh = mechanism.release_runs([data[i] for i in todo], rngs=[np.random.default_rng(seeds[i]) for i in todo])
+    except Exception as exc:
+        # the runs of a batch that finished before one failed (an external generator's) are kept
+        for j, release in getattr(exc, "partial_releases", {}).items():
+            _store(cache, keys[todo[j]], release)
+        raise
     for i, release in zip(todo, fresh, strict=True):
         out[i] = _store(cache, keys[i], release)
     if progress is not None:

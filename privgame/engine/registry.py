@@ -290,6 +290,10 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
             "privgame.mechanisms.synth.privbayes:PrivBayes",
             "PrivBayes (Zhang et al. [1]_): a Bayesian network learnt and parametrised under ε-differential privacy.",
         ),
+        "external": Builtin(
+            "privgame.mechanisms.synth.external:ExternalGenerator",
+            "Any program, in its own environment, as the synthetic-data generator (its output checked).",
+        ),
         "dpsgd-blackbox": Builtin(
             "privgame.mechanisms.dpsgd.blackbox:DPSGDBlackBox",
             "DP-SGD on the game's rows and its member canary examples; releases the model with the canaries.",

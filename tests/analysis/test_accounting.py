@@ -7,6 +7,7 @@ import math
 import pickle
 
 import dp_accounting
+import numpy as np
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
@@ -356,3 +357,36 @@ def test_dpsgd_noise_multiplier_meets_the_target_from_the_safe_side() -> None:
         dpsgd_noise_multiplier(0.0, 1e-5, 0.1, 10)
     with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
         dpsgd_noise_multiplier(1.0, 0.0, 0.1, 10)
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(0.5, 1e-5), (1.0, 1e-5), (1.0, 1e-2), (4.0, 1e-6), (10.0, 1e-9)])
+def test_zcdp_rho_inverts_zcdp_delta_and_agrees_with_dp_accountings_rdp_conversion(
+    epsilon: float, delta: float
+) -> None:
+    from privgame.analysis.accounting import zcdp_claim, zcdp_delta, zcdp_rho
+
+    rho = zcdp_rho(epsilon, delta)
+    assert zcdp_delta(rho, epsilon) == pytest.approx(delta, rel=1e-6)
+    assert zcdp_delta(rho * 1.01, epsilon) > delta  # the largest such ρ
+    # dp_accounting turns (α, αρ)-RDP into (ε, δ) by its own conversion: the same ε, or within its grid of orders
+    assert zcdp_claim(rho, NeighbouringRelation.ADD_OR_REMOVE_ONE).epsilon(delta) == pytest.approx(epsilon, rel=5e-3)
+
+
+def test_zcdp_delta_matches_the_closed_form_at_its_optimal_order() -> None:
+    from privgame.analysis.accounting import zcdp_delta
+
+    rho, eps = 0.1, 1.0
+    alphas = np.linspace(1.001, 60.0, 200_001)
+    brute = np.exp((alphas - 1) * (alphas * rho - eps) + alphas * np.log1p(-1 / alphas)) / (alphas - 1)
+    assert zcdp_delta(rho, eps) == pytest.approx(brute.min(), rel=1e-6)
+
+
+def test_pure_and_zcdp_claims_keep_the_stated_relation() -> None:
+    from privgame.analysis.accounting import pure_epsilon_claim, zcdp_claim
+
+    for relation in (NeighbouringRelation.REPLACE_ONE, NeighbouringRelation.ADD_OR_REMOVE_ONE):
+        pure = pure_epsilon_claim(2.0, relation)
+        assert pure.neighbouring == relation and pure.epsilon(0.0) == pytest.approx(2.0)
+        assert zcdp_claim(0.2, relation).neighbouring == relation
+    with pytest.raises(ValueError, match="rho"):
+        zcdp_claim(0.0, NeighbouringRelation.REPLACE_ONE)

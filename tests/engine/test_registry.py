@@ -28,9 +28,9 @@ def test_builtins_registered():
         "lira", "multi-run", "one-run", "panoramia", "record", "record-model-seeded", "record-traditional"
     ]  # fmt: skip
     assert MECHANISMS.names() == [
-        "baynet", "cnn", "dpsgd-blackbox", "dpsgd-broken", "dpsgd-loop", "dpsgd-mlp", "dpsgd-whitebox", "gaussian",
-        "gaussian-mixture", "gradient-boosted-trees", "logistic-regression", "mlp", "opacus-whitebox", "privbayes",
-        "randomized-response", "sklearn", "synthpop"
+        "baynet", "cnn", "dpsgd-blackbox", "dpsgd-broken", "dpsgd-loop", "dpsgd-mlp", "dpsgd-whitebox", "external",
+        "gaussian", "gaussian-mixture", "gradient-boosted-trees", "logistic-regression", "mlp", "opacus-whitebox",
+        "privbayes", "randomized-response", "sklearn", "synthpop"
     ]  # fmt: skip
     assert ATTACKS.names() == [
         "classifier-mia", "closest-distance", "density-ratio", "ensemble", "exact-copies", "groundhog", "identity",

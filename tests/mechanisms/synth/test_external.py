@@ -1,0 +1,354 @@
+"""The external generator: a program run as the generator, its failures named in one line, its output checked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privgame.analysis.accounting import NeighbouringRelation, zcdp_rho
+from privgame.core.cache import ArtefactCache
+from privgame.mechanisms.cached import cached_release_many, release_key
+from privgame.mechanisms.synth.external import ExternalGenerator, ExternalGeneratorError, GeneratorStderr
+
+# A generator program: resamples the training rows with a seeded numpy generator; MODE (an environment variable or
+# the --mode argument) makes it misbehave in one way.
+PROGRAM = textwrap.dedent(
+    """
+    import argparse, json, os, subprocess, sys, time
+    import numpy as np, pandas as pd
+    ap = argparse.ArgumentParser()
+    for name in ("train", "out", "schema", "jobs", "mode", "pidfile"):
+        ap.add_argument("--" + name)
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--rows", type=int)
+    a = ap.parse_args()
+    mode = a.mode or os.environ.get("TOY_MODE", "ok")
+
+    def one(k, train, out, seed, rows):
+        t = pd.read_parquet(train) if train.endswith(".parquet") else pd.read_csv(train)
+        s = t.iloc[np.random.default_rng(seed).integers(0, len(t), rows)].copy()
+        bad = mode if (not mode.endswith("@1") or k == 1) else "ok"
+        bad = bad.split("@")[0]
+        if bad == "crash":
+            print("loading the model", file=sys.stderr)
+            print("ValueError: the generator broke", file=sys.stderr)
+            sys.exit(3)
+        if bad == "hang":
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            open(a.pidfile, "w").write(str(child.pid))
+            time.sleep(60)
+        if bad == "nothing":
+            return
+        if bad == "outside":
+            s.iloc[2, s.columns.get_loc("age")] = 150
+        if bad == "category":
+            s["sex"] = s["sex"].astype(str)
+            s.iloc[4, s.columns.get_loc("sex")] = "Unknown"
+        if bad == "fraction":
+            s["age"] = s["age"].astype(float)
+            s.iloc[0, s.columns.get_loc("age")] = 40.5
+        if bad == "missing":
+            s["age"] = s["age"].astype(float)
+            s.iloc[1, s.columns.get_loc("age")] = float("nan")
+        if bad == "columns":
+            s = s.drop(columns=["age"])
+        if bad == "rows":
+            s = s.iloc[:-1]
+        if bad == "malformed":
+            open(out, "w").write('age,sex\\n1\\n"x')
+            return
+        if bad == "empty":
+            open(out, "w").close()
+            return
+        if bad == "fifo":
+            os.mkfifo(out)
+            return
+        if bad == "link":
+            os.symlink("/dev/zero", out)
+            return
+        if bad == "env":
+            s = s.iloc[:0]
+            s.to_csv(out, index=False)
+            print(os.environ.get("PYTHONPATH", "-"), os.environ.get("VIRTUAL_ENV", "-"), file=sys.stderr)
+            return
+        if out.endswith(".parquet"):
+            s.to_parquet(out, index=False)
+        else:
+            s.to_csv(out, index=False)
+
+    if a.jobs:
+        spec = json.load(open(a.jobs))
+        failed = 0
+        for k, job in enumerate(spec["jobs"]):
+            try:
+                one(k, job["train"], job["out"], job["seed"], job["rows"])
+            except SystemExit:
+                failed += 1
+        sys.exit(1 if failed else 0)
+    one(0, a.train, a.out, a.seed, a.rows)
+    """
+)
+RANGES = {"age": (17, 90), "hours": (1, 99)}
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "toy_generator.py"
+    path.write_text(PROGRAM)
+    return path
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, 60),
+            "sex": pd.Categorical(rng.choice(["F", "M"], 60), categories=["F", "M"]),
+            "hours": rng.uniform(1, 99, 60),
+        }
+    )
+
+
+def one_run(program: Path, **kwargs: Any) -> ExternalGenerator:
+    words = ["--train", "{train}", "--out", "{out}", "--seed", "{seed}", "--rows", "{rows}", "--schema", "{schema}"]
+    return ExternalGenerator(command=[sys.executable, str(program), *words], ranges=RANGES, **kwargs)
+
+
+def batch(program: Path, **kwargs: Any) -> ExternalGenerator:
+    return ExternalGenerator(
+        command=[sys.executable, str(program), "--jobs", "{jobs}"], batch=True, ranges=RANGES, **kwargs
+    )
+
+
+def test_release_is_the_programs_table_in_the_training_tables_dtypes(program: Path, table: pd.DataFrame) -> None:
+    out = one_run(program).release(table, rng=np.random.default_rng(1))
+    assert out.shape == table.shape
+    assert list(out.dtypes) == list(table.dtypes)
+    assert out["sex"].dtype == table["sex"].dtype
+    assert set(out["age"]) <= set(table["age"])
+
+
+def test_same_seed_same_table_and_batch_equals_single_runs(program: Path, table: pd.DataFrame) -> None:
+    single = one_run(program)
+    a = single.release(table, rng=np.random.default_rng(5))
+    b = single.release(table, rng=np.random.default_rng(5))
+    c = single.release(table, rng=np.random.default_rng(6))
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+    runs = batch(program).release_runs([table, table], rngs=[np.random.default_rng(5), np.random.default_rng(6)])
+    pd.testing.assert_frame_equal(runs[0], a)
+    pd.testing.assert_frame_equal(runs[1], c)
+
+
+def test_n_rows_and_parquet(program: Path, table: pd.DataFrame) -> None:
+    out = one_run(program, n_rows=17, format="parquet").release(table, rng=np.random.default_rng(1))
+    assert out.shape == (17, 3)
+    assert list(out.dtypes) == list(table.dtypes)
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("crash", "the program exited with status 3; stderr: loading the model | ValueError: the generator broke"),
+        ("nothing", "it wrote no synthetic-0.csv"),
+        ("malformed", "synthetic-0.csv is not a readable CSV table"),
+        ("empty", "synthetic-0.csv is empty"),
+        ("outside", "synthetic-0.csv column 'age' row 3: value '150' is outside its public range 17..90"),
+        ("category", "synthetic-0.csv column 'sex' row 5: value 'Unknown' is not one of its public categories"),
+        ("fraction", "synthetic-0.csv column 'age' row 1: value '40.5' is not a whole number (an integer column)"),
+        ("missing", "synthetic-0.csv column 'age' row 2: value '' is not a finite number"),
+        ("columns", "synthetic-0.csv lacks column 'age' (expected age, sex, hours)"),
+        ("rows", "synthetic-0.csv has 59 rows, 60 were asked for"),
+        ("fifo", "synthetic-0.csv"),
+        ("link", "synthetic-0.csv is a symbolic link, not a file it wrote"),
+    ],
+)
+def test_each_failure_is_one_line_naming_the_run(program: Path, table: pd.DataFrame, mode: str, message: str) -> None:
+    words = ["--train", "{train}", "--out", "{out}", "--seed", "{seed}", "--rows", "{rows}", "--mode", "{mode}"]
+    generator = ExternalGenerator(command=[sys.executable, str(program), *words], ranges=RANGES, params={"mode": mode})
+    rng = np.random.default_rng(3)
+    seed = int(np.random.default_rng(3).integers(0, 2**31 - 1))
+    start = time.monotonic()
+    with pytest.raises(ExternalGeneratorError) as caught:
+        generator.release(table, rng=rng)
+    assert time.monotonic() - start < 20  # a FIFO is refused, not waited on
+    text = str(caught.value)
+    assert "\n" not in text
+    assert text.startswith(f"external generator run (seed {seed}): ")
+    assert message in text
+    assert isinstance(caught.value.__cause__, GeneratorStderr)
+
+
+def test_a_hang_is_killed_with_its_children_at_the_time_limit(
+    program: Path, table: pd.DataFrame, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    words = ["--train", "{train}", "--out", "{out}", "--seed", "{seed}", "--mode", "hang", "--pidfile", str(pidfile)]
+    generator = ExternalGenerator(command=[sys.executable, str(program), *words], ranges=RANGES, timeout=3)
+    start = time.monotonic()
+    with pytest.raises(ExternalGeneratorError, match=r"timed out after \d+ s \(limit 3 s\); its processes were killed"):
+        generator.release(table, rng=np.random.default_rng(0))
+    assert time.monotonic() - start < 15
+    child = int(pidfile.read_text())
+    for _ in range(50):  # the killed child is reaped by init
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the generator's child process outlived the time limit")
+
+
+def test_a_missing_program_is_named(table: pd.DataFrame) -> None:
+    generator = ExternalGenerator(command=["/nonexistent/generator", "{train}", "{out}", "{seed}"], ranges=RANGES)
+    with pytest.raises(ExternalGeneratorError, match=r"cannot start '/nonexistent/generator'"):
+        generator.release(table, rng=np.random.default_rng(0))
+
+
+def test_batch_failure_names_its_run_and_keeps_the_runs_before_it(
+    program: Path, table: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_MODE", "crash@1")
+    generator = batch(program)
+    seeds = [np.random.SeedSequence(s) for s in (1, 2, 3)]
+    cache = ArtefactCache(tmp_path / "cache")
+    with pytest.raises(ExternalGeneratorError, match=r"run 2 of 3\): the program exited with status 1"):
+        cached_release_many(generator, [table] * 3, seeds=seeds, cache=cache)
+    kept = [cache.get_table(str(release_key(generator, table, s))) is not None for s in seeds]
+    assert kept == [True, False, False]
+    monkeypatch.setenv("TOY_MODE", "ok")
+    again = cached_release_many(generator, [table] * 3, seeds=seeds, cache=cache)
+    assert all(r.shape == table.shape for r in again)
+
+
+def test_single_runs_are_cached_one_at_a_time(program: Path, table: pd.DataFrame, tmp_path: Path) -> None:
+    generator = one_run(program)
+    assert generator.batches_runs is False
+    cache = ArtefactCache(tmp_path / "cache")
+    seeds = [np.random.SeedSequence(s) for s in (1, 2)]
+    first = cached_release_many(generator, [table] * 2, seeds=seeds, cache=cache)
+    assert all(cache.get_table(str(release_key(generator, table, s))) is not None for s in seeds)
+    again = cached_release_many(generator, [table] * 2, seeds=seeds, cache=cache)
+    for a, b in zip(first, again, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_key_changes_with_the_programs_content(program: Path, table: pd.DataFrame) -> None:
+    seed = np.random.SeedSequence(0)
+    before = release_key(one_run(program), table, seed)
+    program.write_text(PROGRAM + "\n# edited\n")
+    after = release_key(one_run(program), table, seed)
+    assert before is not None and after is not None and before != after
+
+
+def test_environment_leads_the_path_and_privgames_python_settings_stay_home(
+    program: Path, table: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = tmp_path / "env"
+    (env / "bin").mkdir(parents=True)
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    launcher = env / "bin" / "toy"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {program} "$@"\n')
+    launcher.chmod(0o755)
+    monkeypatch.setenv("PYTHONPATH", "/privgame/site")
+    monkeypatch.setenv("TOY_MODE", "env")
+    generator = ExternalGenerator(
+        command=["toy", "--train", "{train}", "--out", "{out}", "--seed", "{seed}", "--rows", "0"],
+        environment=str(env),
+        ranges=RANGES,
+        n_rows=1,
+    )
+    with pytest.raises(ExternalGeneratorError) as caught:  # it writes 0 rows where 1 was asked, and says its env
+        generator.release(table, rng=np.random.default_rng(0))
+    assert f"stderr: - {env}" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"command": "python gen.py"}, TypeError, "command must be a non-empty list"),
+        ({"command": []}, TypeError, "command must be a non-empty list"),
+        ({"command": ["python", ""]}, TypeError, "every word must be a non-empty string"),
+        ({"command": ["p", "{train}", "{out}"]}, ValueError, r"command must pass \{seed\}"),
+        ({"command": ["p", "{train}", "{out}", "{seed}", "{nope}"]}, ValueError, r"unknown placeholder \{nope\}"),
+        ({"command": ["p", "{train}", "{out}", "{seed}", "{jobs}"]}, ValueError, r"\{jobs\} needs batch = true"),
+        ({"command": ["p", "{train}", "{out}", "{seed}"], "batch": True}, ValueError, r"with batch = true, use"),
+        ({"command": ["p", "{train}", "{out}", "{seed:x}"]}, ValueError, "a placeholder is a bare name"),
+        ({"command": ["p", "{train}", "{out}", "{seed.real}"]}, ValueError, "a placeholder is a bare name"),
+        ({"command": ["p", "{train", "{out}", "{seed}"]}, ValueError, "is not a valid template"),
+        ({"params": {"k": 2}}, ValueError, r"'k' is not passed to the program"),
+        ({"params": {"seed": 2}}, ValueError, "is a placeholder privgame fills in itself"),
+        ({"params": {"k": [1, 2]}}, TypeError, "must be a string, number or boolean"),
+        ({"params": {"1k": 2}}, ValueError, "NAME an identifier"),
+        ({"command": ["{env}/bin/p", "{train}", "{out}", "{seed}"]}, ValueError, "uses {env} but no environment"),
+        ({"command": ["p", "{train}", "{out}", "{seed}", "{epsilon}"]}, ValueError, "uses {epsilon} but epsilon is"),
+        ({"format": "xlsx"}, ValueError, "format must be one of csv, parquet"),
+        ({"timeout": 0}, ValueError, "timeout"),
+        ({"batch": 1}, TypeError, "batch must be true or false"),
+        ({"claim": "approx"}, ValueError, "claim must be one of none, pure, zcdp"),
+        ({"claim": "pure"}, ValueError, "claim = 'pure' needs epsilon"),
+        ({"claim": "zcdp", "epsilon": 1.0}, ValueError, "claim = 'zcdp' needs either rho"),
+        ({"claim": "zcdp", "rho": 0.1, "epsilon": 1.0, "delta": 1e-5}, ValueError, "not both"),
+        ({"neighbours": "swap"}, ValueError, "neighbours must be one of"),
+        ({"delta": 1.5}, ValueError, "delta"),
+        ({"ranges": {"age": (5, 1)}}, ValueError, "finite low < high"),
+    ],
+)
+def test_bad_parameters_are_refused_in_one_line(kwargs: dict[str, Any], error: type, match: str) -> None:
+    base: dict[str, Any] = {"command": ["p", "{train}", "{out}", "{seed}"]}
+    with pytest.raises(error, match=match):
+        ExternalGenerator(**{**base, **kwargs})
+
+
+def test_a_numeric_column_without_a_public_range_is_refused(program: Path, table: pd.DataFrame) -> None:
+    generator = ExternalGenerator(
+        command=[sys.executable, str(program), "--train", "{train}", "--out", "{out}", "--seed", "{seed}"],
+        ranges={"age": (17, 90)},
+    )
+    with pytest.raises(ValueError, match="got none for 'hours'"):
+        generator.release(table, rng=np.random.default_rng(0))
+
+
+def test_claims() -> None:
+    words = ["p", "{train}", "{out}", "{seed}"]
+    assert ExternalGenerator(command=words).privacy_claim() is None
+    pure = ExternalGenerator(command=words, claim="pure", epsilon=1.0, neighbours="add-remove").privacy_claim()
+    assert pure is not None and pure.neighbouring == NeighbouringRelation.ADD_OR_REMOVE_ONE
+    assert pure.epsilon(0.0) == pytest.approx(1.0)
+    mst = ExternalGenerator(command=words, claim="zcdp", epsilon=1.0, delta=1e-5, neighbours="add-remove")
+    assert mst.derived_parameters() == {"rho": pytest.approx(zcdp_rho(1.0, 1e-5))}
+    claim = mst.privacy_claim()
+    assert claim is not None and claim.epsilon(1e-5) == pytest.approx(1.0, abs=2e-3)
+    given = ExternalGenerator(command=words, claim="zcdp", rho=0.5)
+    assert given.derived_parameters() == {} and not given.derives_parameters()
+
+
+def test_the_schema_holds_the_public_domain_only(program: Path, table: pd.DataFrame, tmp_path: Path) -> None:
+    copy = tmp_path / "schema.json"
+    words = ["-c", f"import shutil, sys; shutil.copy(sys.argv[1], {str(copy)!r}); sys.exit(2)", "{schema}"]
+    generator = ExternalGenerator(command=[sys.executable, *words, "{train}", "{out}", "{seed}"], ranges=RANGES)
+    with pytest.raises(ExternalGeneratorError):
+        generator.release(table, rng=np.random.default_rng(0))
+    import json
+
+    schema = json.loads(copy.read_text())
+    assert schema == {
+        "format": "privgame-table-schema/1",
+        "columns": [
+            {"name": "age", "kind": "integer", "low": 17, "high": 90},
+            {"name": "sex", "kind": "categorical", "categories": ["F", "M"]},
+            {"name": "hours", "kind": "float", "low": 1.0, "high": 99.0},
+        ],
+    }
