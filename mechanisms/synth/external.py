@@ -58,6 +58,7 @@ from privgame.analysis.accounting import (
     zcdp_rho,
 )
 from privgame.analysis.discretise import PublicRanges, check_table, public_ranges
+from privgame.core.trust import check_program
 from privgame.mechanisms._base import Mechanism, check_runs
 from privgame.mechanisms.synth._external_io import (
     FORMATS,
@@ -218,6 +219,9 @@ class ExternalGenerator(Mechanism):
         if not all(isinstance(w, str) and w for w in self.command):
             raise TypeError("command: every word must be a non-empty string.")
         object.__setattr__(self, "command", tuple(self.command))
+        # a command read from a results directory or cache entry a stranger may have written is refused unless the
+        # user vouches for it (--trust-plugins): running it would run its code
+        check_program(" ".join(self.command), field="external generator command")
         if self.environment is not None and (not isinstance(self.environment, str) or not self.environment):
             raise TypeError("environment must be a folder's path (a non-empty string) or absent.")
         object.__setattr__(self, "params", _check_params(self.params))

@@ -15,7 +15,9 @@ Every import of a name that comes from a file goes through :func:`check_import` 
 estimators, DP-SGD model factories: :func:`privgame.mechanisms._imports.resolve_import` and
 :func:`privgame.engine.config.import_plugins`), and the readers of results directories and caches say where the names
 they hand on come from with :func:`names_from`.  A name from an untrusted source is refused in one line
-(:class:`UntrustedImportError`, a ``ValueError``) before anything is imported.  docs/security.md states the rules.
+(:class:`UntrustedImportError`, a ``ValueError``) before anything is imported.  A program named by such a file (an
+external generator's command) is refused the same way, when the component is built (:func:`check_program`).
+docs/security.md states the rules.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["TRUSTED_PACKAGES", "UntrustedImportError", "check_found", "check_import", "names_from"]
+__all__ = ["TRUSTED_PACKAGES", "UntrustedImportError", "check_found", "check_import", "check_program", "names_from"]
 
 TRUSTED_PACKAGES = ("privgame", "sklearn")
 """Packages whose modules may be imported whatever names them: privgame's own, and scikit-learn (a dependency,
@@ -91,6 +93,25 @@ def check_import(module: str, *, field: str, name: str | None = None) -> None:
     raise UntrustedImportError(
         f"{field} {name or module!r} is named by {source.what}, which this command did not write; importing it "
         "would run its code: pass --trust-plugins (trust_plugins=True) only for files from a trusted source."
+    )
+
+
+def check_program(command: str, *, field: str) -> None:
+    """Refuse a program to run (an external generator's command) named by an untrusted file.
+
+    Running a program is running its code, as importing a module is; no program is trusted by where it lives.
+
+    Raises
+    ------
+    UntrustedImportError
+        If the current source (:func:`names_from`) is untrusted.
+    """
+    source = _SOURCE.get()
+    if source is None or source.trusted:
+        return
+    raise UntrustedImportError(
+        f"{field} {command!r} is named by {source.what}, which this command did not write; running it would run its "
+        "code: pass --trust-plugins (trust_plugins=True) only for files from a trusted source."
     )
 
 

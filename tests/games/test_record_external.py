@@ -104,3 +104,14 @@ def test_panoramia_takes_an_external_generator(program: Path) -> None:
     }
     experiment = parse_config(cfg)
     assert experiment.grid[0].game.generator.name == "external"  # type: ignore[attr-defined]
+
+
+def test_reanalysing_a_stored_external_generator_needs_trust(program: Path, tmp_path: Path) -> None:
+    from privgame.engine.reanalyse import reanalysis_config
+
+    out = tmp_path / "out"
+    run(config(program), out, cache_dir=tmp_path / "cache")
+    with pytest.raises(ValueError, match="external generator command .* is named by .*manifest.json"):
+        reanalysis_config(out, {"confidence": 0.9})
+    experiment, _ = reanalysis_config(out, {"confidence": 0.9}, trust_plugins=True)
+    assert experiment.grid[0].mechanism.name == "external"

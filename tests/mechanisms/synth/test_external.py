@@ -274,3 +274,18 @@ def test_the_schema_holds_the_public_domain_only(program: Path, table: pd.DataFr
             {"name": "hours", "kind": "float", "low": 1.0, "high": 99.0},
         ],
     }
+
+
+def test_a_command_named_by_an_untrusted_file_is_refused_unless_trusted() -> None:
+    from privgame.core.trust import UntrustedImportError, names_from
+
+    words = ["rm", "{train}", "{out}", "{seed}"]
+    with (
+        names_from("'results/manifest.json'", trusted=False),
+        pytest.raises(
+            UntrustedImportError, match=r"external generator command 'rm \{train\} \{out\} \{seed\}' is named by"
+        ),
+    ):
+        ExternalGenerator(command=words)
+    with names_from("'results/manifest.json'", trusted=True):
+        assert ExternalGenerator(command=words).command == tuple(words)
