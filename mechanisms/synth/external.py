@@ -185,7 +185,9 @@ class ExternalGenerator(Mechanism):
     The cache key of a run holds, beside these parameters, the content of every file the command names (the
     interpreter, the script) and the identity of the environment (the names and versions of its installed Python
     distributions, its ``freeze.txt`` if it has one): a changed script or an upgraded package is a new generator.
-    A program whose code lives elsewhere (an R library, a binary it loads) should name its version in ``params``.
+    An R installation given as the environment (``/usr/lib/R``, a conda environment) enters by its packages'
+    ``DESCRIPTION`` files; a program whose code lives elsewhere (a binary it loads) should name its version in
+    ``params``.
 
     References
     ----------
@@ -526,23 +528,25 @@ def _file_hash(path: Path) -> str | None:
     return _file_hashes[memo]
 
 
+_PYTHON_DISTRIBUTIONS = (
+    "lib/python*/site-packages/*.dist-info",
+    "lib/python*/site-packages/*.egg-info",
+    "conda-meta/*.json",
+)
+_R_PACKAGES = ("library/*/DESCRIPTION", "site-library/*/DESCRIPTION", "lib/R/library/*/DESCRIPTION")
+
+
 def _environment_identity(folder: str | None) -> list[str]:
-    """The installed distributions of an environment (their folder names hold name and version), and its
-    ``freeze.txt``'s hash: enough to tell an upgrade, without hashing thousands of files."""
+    """What identifies an environment's installed code without hashing thousands of files: its Python
+    distributions (their folder names hold name and version), its R packages (each ``DESCRIPTION``, which holds
+    the version, hashed) and its ``freeze.txt``."""
     if folder is None:
         return []
     root = Path(folder)
-    names = sorted(
-        p.name
-        for pattern in (
-            "lib/python*/site-packages/*.dist-info",
-            "lib/python*/site-packages/*.egg-info",
-            "conda-meta/*.json",
-        )
-        for p in root.glob(pattern)
-    )
+    names = sorted(p.name for pattern in _PYTHON_DISTRIBUTIONS for p in root.glob(pattern))
+    described = sorted(f"{p.relative_to(root)} {_file_hash(p)}" for pattern in _R_PACKAGES for p in root.glob(pattern))
     freeze = _file_hash(root / "freeze.txt")
-    return names + ([f"freeze.txt {freeze}"] if freeze else [])
+    return names + described + ([f"freeze.txt {freeze}"] if freeze else [])
 
 
 def program_identity(command: Sequence[str], environment: str | None) -> dict[str, Any]:
