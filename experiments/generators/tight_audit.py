@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     scores = {}
     for world, data in (("in", d1), ("out", d0)):
-        seeds = np.random.SeedSequence(root.generate_state(4).tolist() + [1 if world == "in" else 0]).spawn(args.runs)
+        seeds = np.random.SeedSequence([*root.generate_state(4).tolist(), 1 if world == "in" else 0]).spawn(args.runs)
         chunks = [seeds[i : i + CHUNK] for i in range(0, len(seeds), CHUNK)]
         parts = Parallel(n_jobs=args.n_jobs)(
             delayed(_chunk)(mechanism, data, c, args.cache_dir, args.white_box, args.n, args.neighbours) for c in chunks
