@@ -61,11 +61,13 @@ CATEGORIES = ("A", "B", "C")
 CHUNK = 250
 
 
-def pair(n: int, neighbours: str, extra_columns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The worst-case neighbouring datasets ``(D₁, D₀)``: the target A among n − 1 records of C, or B (or nothing)
-    in its place.  ``extra_columns`` constant categorical columns for generators that need several columns."""
+def pair(n: int, neighbours: str, extra_columns: int, roles: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The worst-case neighbouring datasets ``(D₁, D₀)``: the target among n − 1 records of the crowd's category,
+    or the other outlier (or nothing) in its place.  ``roles``: the categories of target, other and crowd ("ABC":
+    the target A among C's).  ``extra_columns`` constant categorical columns for generators that need several."""
     dtype = pd.CategoricalDtype(list(CATEGORIES))
-    crowd = ["C"] * (n - 1)
+    target, other, crowd_value = roles
+    crowd = [crowd_value] * (n - 1)
 
     def table(values: list[str]) -> pd.DataFrame:
         columns: dict[str, Any] = {"v": pd.Categorical(values, dtype=dtype)}
@@ -73,22 +75,23 @@ def pair(n: int, neighbours: str, extra_columns: int) -> tuple[pd.DataFrame, pd.
             columns[f"x{j}"] = pd.Categorical(["p"] * len(values), dtype=pd.CategoricalDtype(["p", "q"]))
         return pd.DataFrame(columns)
 
-    return table(["A", *crowd]), table(["B", *crowd] if neighbours == "replace" else crowd)
+    return table([target, *crowd]), table([other, *crowd] if neighbours == "replace" else crowd)
 
 
-def black_box_score(synthetic: pd.DataFrame, n: int, neighbours: str) -> float:
-    """clip(ĉ_A, 0, 1) − clip(ĉ_B, 0, 1) from the synthetic rows' shares (ĉ_B left out for add-remove)."""
+def black_box_score(synthetic: pd.DataFrame, n: int, neighbours: str, roles: str) -> float:
+    """clip(ĉ_target, 0, 1) − clip(ĉ_other, 0, 1) from the synthetic rows' shares (ĉ_other left out for
+    add-remove)."""
     shares = synthetic["v"].value_counts(normalize=True)
-    c_a, c_b = n * float(shares.get("A", 0.0)), n * float(shares.get("B", 0.0))
+    c_a, c_b = n * float(shares.get(roles[0], 0.0)), n * float(shares.get(roles[1], 0.0))
     score = min(max(c_a, 0.0), 1.0)
     return score - min(max(c_b, 0.0), 1.0) if neighbours == "replace" else score
 
 
-def white_box_score(mechanism: Mechanism, data: pd.DataFrame, seed: np.random.SeedSequence) -> float:
+def white_box_score(mechanism: Mechanism, data: pd.DataFrame, seed: np.random.SeedSequence, roles: str) -> float:
     """The same score on PrivBayes's noisy counts of the column before clipping (the model it would publish)."""
     model = mechanism.fit(data, rng=np.random.default_rng(seed))  # type: ignore[attr-defined]
     counts = next(m.noisy_counts for m in model.marginals if m.columns == (0,))
-    c_a, c_b = float(counts[0]), float(counts[1])
+    c_a, c_b = float(counts[CATEGORIES.index(roles[0])]), float(counts[CATEGORIES.index(roles[1])])
     return min(max(c_a, 0.0), 1.0) - min(max(c_b, 0.0), 1.0)
 
 
@@ -100,12 +103,13 @@ def _chunk(
     white_box: bool,
     n: int,
     neighbours: str,
+    roles: str,
 ) -> list[float]:
     if white_box:
-        return [white_box_score(mechanism, data, s) for s in seeds]
+        return [white_box_score(mechanism, data, s, roles) for s in seeds]
     cache = ArtefactCache(Path(cache_dir)) if cache_dir else None
     tables = cached_release_many(mechanism, [data] * len(seeds), seeds=list(seeds), cache=cache)
-    return [black_box_score(t, n, neighbours) for t in tables]
+    return [black_box_score(t, n, neighbours, roles) for t in tables]
 
 
 def build(args: argparse.Namespace) -> Mechanism:
@@ -137,6 +141,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20_000, help="runs per world (default 20,000)")
     ap.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace")
     ap.add_argument("--extra-columns", type=int, default=0)
+    ap.add_argument(
+        "--roles",
+        choices=("ABC", "CBA"),
+        default="ABC",
+        help="categories of the target, the other outlier and the crowd: ABC (default), or CBA (the target is the "
+        "LAST category of the domain: a generator that cuts its domain at the largest value seen shows it)",
+    )
     ap.add_argument("--delta", type=float, default=0.0, help="δ of the bounds (default 0; > 0 for zCDP claims)")
     ap.add_argument("--white-box", action="store_true", help="privbayes: score its noisy counts")
     ap.add_argument("--seed", type=int, default=0)
@@ -149,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tight_audit: error: --white-box reads privgame's PrivBayes model; external generators are black boxes"
         )
     mechanism = build(args)
-    d1, d0 = pair(args.n, args.neighbours, args.extra_columns)
+    d1, d0 = pair(args.n, args.neighbours, args.extra_columns, args.roles)
     root = np.random.SeedSequence(args.seed)
     start = time.perf_counter()
     scores = {}
@@ -157,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds = np.random.SeedSequence([*root.generate_state(4).tolist(), 1 if world == "in" else 0]).spawn(args.runs)
         chunks = [seeds[i : i + CHUNK] for i in range(0, len(seeds), CHUNK)]
         parts = Parallel(n_jobs=args.n_jobs)(
-            delayed(_chunk)(mechanism, data, c, args.cache_dir, args.white_box, args.n, args.neighbours) for c in chunks
+            delayed(_chunk)(mechanism, data, c, args.cache_dir, args.white_box, args.n, args.neighbours, args.roles)
+            for c in chunks
         )
         scores[world] = np.array([s for part in parts for s in part])
         print(f"{world}: {args.runs} runs, {time.perf_counter() - start:.1f} s", file=sys.stderr)
@@ -177,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "generator": args.generator if args.mechanism is None else Path(args.mechanism).stem,
         "white_box": args.white_box,
         "neighbours": args.neighbours,
+        "roles": args.roles,
+        "extra_columns": args.extra_columns,
         "n": args.n,
         "rows": args.rows,
         "runs_per_world": args.runs,
