@@ -61,18 +61,22 @@ CATEGORIES = ("A", "B", "C")
 CHUNK = 250
 
 
-def pair(n: int, neighbours: str, extra_columns: int, roles: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def pair(
+    n: int, neighbours: str, extra_columns: int, roles: str, vary_extra: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The worst-case neighbouring datasets ``(D₁, D₀)``: the target among n − 1 records of the crowd's category,
     or the other outlier (or nothing) in its place.  ``roles``: the categories of target, other and crowd ("ABC":
-    the target A among C's).  ``extra_columns`` constant categorical columns for generators that need several."""
+    the target A among C's).  ``extra_columns`` categorical columns for generators that need several: constant
+    ("p"), or with ``vary_extra`` alternating p, q over the crowd (for generators that drop constant columns)."""
     dtype = pd.CategoricalDtype(list(CATEGORIES))
     target, other, crowd_value = roles
     crowd = [crowd_value] * (n - 1)
 
     def table(values: list[str]) -> pd.DataFrame:
         columns: dict[str, Any] = {"v": pd.Categorical(values, dtype=dtype)}
+        extra = ["p", *(("p", "q")[i % 2] if vary_extra else "p" for i in range(len(values) - 1))]
         for j in range(extra_columns):
-            columns[f"x{j}"] = pd.Categorical(["p"] * len(values), dtype=pd.CategoricalDtype(["p", "q"]))
+            columns[f"x{j}"] = pd.Categorical(extra, dtype=pd.CategoricalDtype(["p", "q"]))
         return pd.DataFrame(columns)
 
     return table([target, *crowd]), table([other, *crowd] if neighbours == "replace" else crowd)
@@ -141,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20_000, help="runs per world (default 20,000)")
     ap.add_argument("--neighbours", choices=("replace", "add-remove"), default="replace")
     ap.add_argument("--extra-columns", type=int, default=0)
+    ap.add_argument("--vary-extra", action="store_true", help="the extra columns alternate p, q over the crowd")
     ap.add_argument(
         "--roles",
         choices=("ABC", "CBA"),
@@ -150,6 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--delta", type=float, default=0.0, help="δ of the bounds (default 0; > 0 for zCDP claims)")
     ap.add_argument("--white-box", action="store_true", help="privbayes: score its noisy counts")
+    ap.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0 - 1e-9,
+        help="the a-priori threshold of the explicit bound (default 1 - 1e-9: the largest likelihood ratio; "
+        "1e-9: any synthetic row of the target's category)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--cache-dir", default=None, help="artefact cache of the runs' tables (resume after a kill)")
@@ -160,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tight_audit: error: --white-box reads privgame's PrivBayes model; external generators are black boxes"
         )
     mechanism = build(args)
-    d1, d0 = pair(args.n, args.neighbours, args.extra_columns, args.roles)
+    d1, d0 = pair(args.n, args.neighbours, args.extra_columns, args.roles, args.vary_extra)
     root = np.random.SeedSequence(args.seed)
     start = time.perf_counter()
     scores = {}
@@ -174,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         scores[world] = np.array([s for part in parts for s in part])
         print(f"{world}: {args.runs} runs, {time.perf_counter() - start:.1f} s", file=sys.stderr)
     seconds = time.perf_counter() - start
-    top = 1.0 - 1e-9  # clip(ĉ_A) = 1 and clip(ĉ_B) = 0: the largest likelihood ratio
+    top = args.threshold  # default: clip(ĉ_A) = 1 and clip(ĉ_B) = 0, the largest likelihood ratio
     results: dict[str, Any] = {}
     explicit = audit_scores(scores["in"], scores["out"], delta=args.delta, threshold=Explicit(top))
     split = audit_scores(scores["in"], scores["out"], delta=args.delta, threshold=Split(seed=args.seed + 1))
@@ -191,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "neighbours": args.neighbours,
         "roles": args.roles,
         "extra_columns": args.extra_columns,
+        "vary_extra": args.vary_extra,
+        "threshold": args.threshold,
         "n": args.n,
         "rows": args.rows,
         "runs_per_world": args.runs,

@@ -111,7 +111,7 @@ def test_reanalysing_a_stored_external_generator_needs_trust(program: Path, tmp_
 
     out = tmp_path / "out"
     run(config(program), out, cache_dir=tmp_path / "cache")
-    with pytest.raises(ValueError, match="external generator command .* is named by .*manifest.json"):
+    with pytest.raises(ValueError, match=r"external generator command .* is named by .*manifest\.json"):
         reanalysis_config(out, {"confidence": 0.9})
     experiment, _ = reanalysis_config(out, {"confidence": 0.9}, trust_plugins=True)
     assert experiment.grid[0].mechanism.name == "external"
