@@ -184,3 +184,23 @@ def test_panoramia_quick_experiment_runs_and_reports(tmp_path, capsys, name):
     )
     assert (tmp_path / "curves.png").stat().st_size > 0
     check_reference_numbers(name, out)
+
+
+@pytest.mark.parametrize("path", sorted((EXPERIMENTS / "generators").glob("*_adult.toml")), ids=lambda p: p.stem)
+def test_every_released_generator_config_is_valid(path):
+    """experiments/generators/: each audits its generator through the external mechanism (building it runs nothing)."""
+    config = load_config(path)
+    assert config.name == path.stem and config.grid[0].mechanism.name == "external"
+
+
+@pytest.mark.parametrize("path", sorted((EXPERIMENTS / "generators").glob("*_tight.toml")), ids=lambda p: p.stem)
+def test_every_tight_audit_mechanism_builds_with_its_claim(path):
+    """experiments/generators/*_tight.toml: the [mechanism] tables tight_audit.py reads, each with a DP claim."""
+    import tomllib
+
+    from privgame.engine.registry import MECHANISMS
+
+    table = dict(tomllib.loads(path.read_text(encoding="utf-8"))["mechanism"])
+    mechanism = MECHANISMS.get(table.pop("name"))(**table)
+    claim = mechanism.privacy_claim()
+    assert claim is not None and claim.epsilon(1e-5) == pytest.approx(1.0, abs=2e-3)
