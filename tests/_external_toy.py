@@ -65,6 +65,9 @@ PROGRAM = textwrap.dedent(
             s.to_csv(out, index=False)
             print(os.environ.get("PYTHONPATH", "-"), os.environ.get("VIRTUAL_ENV", "-"), file=sys.stderr)
             return
+        if bad == "exit":
+            s.to_csv(out, index=False)
+            sys.exit(4)
         if out.endswith(".parquet"):
             s.to_parquet(out, index=False)
         else:

@@ -413,6 +413,10 @@ class ExternalGenerator(Mechanism):
                 error = ExternalGeneratorError(f"{label(k)}: {text}{_tail(stderr)}")
                 error.partial_releases = done  # type: ignore[attr-defined]
                 raise error from GeneratorStderr(stderr or "(no standard error)")
+        if problem is not None:  # every table is there and sound, yet the program says it failed: not trusted
+            error = ExternalGeneratorError(f"{label(len(jobs) - 1)}: {problem} after writing its tables{_tail(stderr)}")
+            error.partial_releases = {}  # type: ignore[attr-defined]
+            raise error from GeneratorStderr(stderr or "(no standard error)")
         return results
 
     def _shared_values(self, work: Path, schema_path: Path) -> dict[str, str]:

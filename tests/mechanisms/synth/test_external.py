@@ -93,6 +93,7 @@ def test_n_rows_and_parquet(program: Path, table: pd.DataFrame) -> None:
         ("rows", "synthetic-0.csv has 59 rows, 60 were asked for"),
         ("fifo", "synthetic-0.csv"),
         ("link", "synthetic-0.csv is a symbolic link, not a file it wrote"),
+        ("exit", "the program exited with status 4 after writing its tables"),
     ],
 )
 def test_each_failure_is_one_line_naming_the_run(program: Path, table: pd.DataFrame, mode: str, message: str) -> None:
