@@ -40,7 +40,8 @@ def play(config: Path, out: Path, n_jobs: int) -> float:
 
 def summary(results: Any) -> dict[str, Any]:
     trials = results.trials()
-    row: dict[str, Any] = {"targets": len(trials), "claim": str(trials["epsilon_analytic"].iloc[0])}
+    claim = float(trials["epsilon_analytic"].iloc[0])
+    row: dict[str, Any] = {"targets": len(trials), "claim": "none" if claim != claim else round(claim, 3)}
     for game in ("traditional", "model_seeded"):
         row[f"auc_{game}"] = round(float(trials[f"auc_{game}"].mean()), 3)
         row[f"auc_{game}_max"] = round(float(trials[f"auc_{game}"].max()), 3)
