@@ -229,19 +229,19 @@ class ExternalGenerator(Mechanism):
         object.__setattr__(self, "params", _check_params(self.params))
         if not isinstance(self.batch, bool):
             raise TypeError(f"batch must be true or false, got {self.batch!r}.")
-        if self.format not in FORMATS:
+        if not isinstance(self.format, str) or self.format not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}.")
         object.__setattr__(self, "timeout", check_real("timeout", self.timeout, low=0.0, low_open=True))
-        object.__setattr__(self, "ranges", public_ranges(self.ranges or ()))
+        object.__setattr__(self, "ranges", public_ranges(() if self.ranges is None else self.ranges))
         if self.n_rows is not None:
             object.__setattr__(self, "n_rows", check_int("n_rows", self.n_rows, low=1))
         self._check_claim()
         self._check_command()
 
     def _check_claim(self) -> None:
-        if self.claim not in CLAIMS:
+        if not isinstance(self.claim, str) or self.claim not in CLAIMS:
             raise ValueError(f"claim must be one of {', '.join(CLAIMS)}, got {self.claim!r}.")
-        if self.neighbours not in NEIGHBOURS:
+        if not isinstance(self.neighbours, str) or self.neighbours not in NEIGHBOURS:
             raise ValueError(f"neighbours must be one of {', '.join(NEIGHBOURS)}, got {self.neighbours!r}.")
         for field in ("epsilon", "delta", "rho"):
             value = getattr(self, field)

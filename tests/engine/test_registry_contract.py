@@ -6,6 +6,9 @@ fails."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from privgame.attacks import ClosestDistance, CountingQueries, ExactCopies, Groundhog, Identity, NegativeLoss
 from privgame.attacks.classifier import ClassifierMIA
 from privgame.attacks.density import DensityRatio
@@ -24,7 +27,7 @@ from privgame.mechanisms.dpsgd.broken import DPSGDBroken
 from privgame.mechanisms.dpsgd.classifier import DPSGDClassifier
 from privgame.mechanisms.dpsgd.opacus_engine import LoopWhiteBox, OpacusWhiteBox
 from privgame.mechanisms.dpsgd.whitebox import DPSGDWhiteBox
-from privgame.mechanisms.synth import BayNet, GaussianMixtureGenerator, PrivBayes, Synthpop
+from privgame.mechanisms.synth import BayNet, ExternalGenerator, GaussianMixtureGenerator, PrivBayes, Synthpop
 from privgame.mechanisms.training import (
     CNNClassifier,
     GradientBoostedTrees,
@@ -32,6 +35,8 @@ from privgame.mechanisms.training import (
     MLPClassifier,
     SklearnModel,
 )
+
+RESAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "external_resample.py"
 
 EXAMPLES = {
     ("game", "one-run"): OneRunGame(m=100, k_pos=10, k_neg=10),
@@ -68,6 +73,22 @@ EXAMPLES = {
     ("mechanism", "baynet"): BayNet(k=2),
     ("mechanism", "gaussian-mixture"): GaussianMixtureGenerator(components=2),
     ("mechanism", "privbayes"): PrivBayes(epsilon=1.0, k=1, ranges={"age": (17, 90)}),
+    # a program as the generator: docs/examples/external_resample.py, standard library only, run by this Python
+    ("mechanism", "external"): ExternalGenerator(
+        command=[
+            sys.executable,
+            str(RESAMPLE),
+            "--train",
+            "{train}",
+            "--out",
+            "{out}",
+            "--seed",
+            "{seed}",
+            "--rows",
+            "{rows}",
+        ],
+        ranges={"age": (17, 90)},
+    ),
     ("attack", "negative-loss"): NegativeLoss(),
     ("attack", "identity"): Identity(),
     ("attack", "lira"): LiRA(n_shadows=4),
