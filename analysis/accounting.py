@@ -476,7 +476,21 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     spend when asked for (ε, δ)."""
     eps = check_real("epsilon", epsilon, low=0.0, low_open=True)
     log_d = math.log(check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
-    return float(optimize.brentq(lambda r: _zcdp_log_delta(r, eps) - log_d, 1e-12, eps + 1.0, xtol=1e-15, rtol=1e-12))
+
+    def excess(r: float) -> float:
+        return _zcdp_log_delta(r, eps) - log_d
+
+    high = eps + 1.0
+    while excess(high) < 0.0:  # a large δ: the bracket grows until ρ-zCDP no longer gives (ε, δ)
+        high *= 2.0
+        if high > 1e12:
+            raise ValueError(f"no finite ρ is the largest whose zCDP gives ({eps}, {math.exp(log_d)})-DP.")
+    rho = float(optimize.brentq(excess, 1e-12, high, xtol=1e-15, rtol=1e-12))
+    for _ in range(64):  # the root's side that keeps δ: the ρ returned must give (ε, δ)
+        if excess(rho) <= 0.0:
+            break
+        rho = math.nextafter(rho, 0.0) if rho < 1e-6 else rho * (1.0 - 1e-12)
+    return rho
 
 
 _CALIBRATION_METHOD = "coarse PLD 1e-3, then verified at the claim's PLD 1e-4 (v2)"

@@ -77,9 +77,11 @@ def release_key(mechanism: Mechanism, data: Any, seed: np.random.SeedSequence) -
             code += [code_fingerprint(m) for m in modules()]
     else:
         return None
+    # a mechanism may say which of its parameters its release depends on (an external generator: not its time limit)
+    identity = getattr(mechanism, "cache_identity", None)
     return make_key(
         artefact="release",
-        mechanism=mechanism,
+        mechanism=identity() if callable(identity) else mechanism,
         privgame=privgame_version(),
         code=code,
         data=content,

@@ -101,7 +101,14 @@ def read_table(
         if fmt == "csv":
             frame = pd.read_csv(io.BytesIO(payload), dtype=str, keep_default_na=False, na_filter=False)
         else:
+            import pyarrow.parquet as pq
+
+            stored = pq.ParquetFile(io.BytesIO(payload)).metadata.num_rows  # refused before a small file unpacks
+            if stored != rows:
+                raise TableFileError(f"{name} has {stored} rows, {rows} were asked for")
             frame = pd.read_parquet(io.BytesIO(payload))
+    except TableFileError:
+        raise
     except Exception as exc:  # pandas and pyarrow raise many kinds on a malformed file
         text = " ".join(str(exc).split())[:200]
         raise TableFileError(f"{name} is not a readable {fmt.upper()} table ({type(exc).__name__}: {text})") from None
@@ -117,7 +124,7 @@ def read_table(
             if extra
             else "has the training table's columns in another order"
         )
-        raise TableFileError(f"{name} {what} (expected {', '.join(columns)})")
+        raise TableFileError(f"{name} {what} (expected {', '.join(map(repr, columns))})")
     if len(frame) != rows:
         raise TableFileError(f"{name} has {len(frame)} rows, {rows} were asked for")
     out = {
@@ -135,6 +142,13 @@ def _bad(name: str, column: str, row: int, value: Any, why: str) -> TableFileErr
 def _column(values: pd.Series, spec: Mapping[str, Any], dtype: Any, name: str) -> pd.Series | pd.Categorical:
     """One column checked against its public domain, in the training table's dtype."""
     column = spec["name"]
+    missing = values.isna().to_numpy()
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise _bad(name, column, row, "", "is missing")
+    kind = getattr(values.dtype, "kind", "O")
+    if kind in "bmM":  # a Parquet bool, datetime or duration is no number of the domain
+        raise _bad(name, column, 0, str(values.iloc[0]), f"is a {values.dtype} value, not a {spec['kind']} one")
     if spec["kind"] == "categorical":
         categories = dtype.categories
         text = values.astype(str).to_numpy() if values.dtype != object else values.to_numpy()
@@ -161,8 +175,18 @@ def _column(values: pd.Series, spec: Mapping[str, Any], dtype: Any, name: str) -
         if fractional.any():
             row = int(np.flatnonzero(fractional)[0])
             raise _bad(name, column, row, raw[row], "is not a whole number (an integer column)")
-        return pd.Series(numbers.astype(np.int64), dtype=dtype)
-    return pd.Series(numbers, dtype=dtype)
+        info = np.iinfo(dtype)
+        lossy = (numbers < max(info.min, -(2**53))) | (numbers > min(info.max, 2**53))
+        if lossy.any():  # beyond the column's type, or beyond the integers a float64 holds exactly
+            row = int(np.flatnonzero(lossy)[0])
+            raise _bad(name, column, row, raw[row], f"does not fit the column's type ({dtype}) exactly")
+        return pd.Series(numbers.astype(dtype), dtype=dtype)
+    with np.errstate(over="ignore"):  # a value beyond float32 becomes inf, refused just below
+        cast = numbers.astype(dtype)
+    if not np.isfinite(cast).all():
+        row = int(np.flatnonzero(~np.isfinite(cast))[0])
+        raise _bad(name, column, row, raw[row], f"does not fit the column's type ({dtype})")
+    return pd.Series(cast, dtype=dtype)
 
 
 def dump_schema(schema: Mapping[str, Any], path: Path) -> None:

@@ -19,7 +19,7 @@ The program's side of the contract (docs/generators.md):
 - its working directory is the one privgame runs in (relative paths in the command are relative to it); with an
   ``environment``, that folder's ``bin`` leads the ``PATH`` and a virtual environment's ``VIRTUAL_ENV`` or a conda
   environment's ``CONDA_PREFIX`` is set; privgame's own ``PYTHONPATH``, ``PYTHONHOME`` and virtual environment are
-  not passed on; standard input is empty;
+  not passed on (its ``bin`` leaves the ``PATH``); standard input is empty and standard output discarded;
 - the same seed must give the same table: privgame caches each run's table under its inputs, and the same
   experiment seed gives the same rows only for a program that keeps this promise.
 
@@ -27,11 +27,13 @@ A run that exceeds its time limit (its whole process group is killed), exits wit
 table that cannot be read, has the wrong columns or rows, or holds a value outside the public domain raises
 :class:`ExternalGeneratorError`: one line naming the run (its seed, its place in the batch) and the problem, with
 the end of the program's standard error; the whole standard error is the exception's cause, kept in the trial's
-failure record.  The runs of a batch that succeeded before the failure are still cached.
+failure record.  A batch program that exited 0 keeps the runs before its bad table in the cache; one that failed
+keeps none (it may have been cut off while writing a table that still reads as sound).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -39,6 +41,7 @@ import shutil
 import signal
 import string
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -254,6 +257,8 @@ class ExternalGenerator(Mechanism):
             raise ValueError("claim = 'pure' needs epsilon (and no rho).")
         if self.claim == "zcdp" and (self.rho is None) == (self.epsilon is None or self.delta is None):
             raise ValueError("claim = 'zcdp' needs either rho, or epsilon and delta (converted to rho), not both.")
+        if self.claim == "zcdp":
+            self.effective_rho()  # a (ε, δ) with no ρ is refused now, not when the claim is first read
 
     def _params(self) -> tuple[tuple[str, Scalar], ...]:
         """The parameters as checked in ``__post_init__`` (sorted ``(name, value)`` pairs)."""
@@ -318,7 +323,15 @@ class ExternalGenerator(Mechanism):
     def cache_inputs(self, data: Any) -> dict[str, Any]:
         """What a cached run depends on beyond the parameters: the files the command names and the environment."""
         del data
-        return {"program": program_identity(self.command, self.environment)}
+        return {"program": program_identity(self.command, self.environment, self._params())}
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The parameters a run's table depends on, for its cache key: not the time limit, nor a claim value the
+        command does not pass (raising the limit after a time-out, or restating the claim, recomputes nothing)."""
+        used = {name for word in self.command for name in _fields(word)}
+        skipped = {"timeout", "claim", "neighbours"} | {n for n in ("epsilon", "delta", "rho") if n not in used}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skipped}
+        return {"class": f"{type(self).__module__}.{type(self).__qualname__}", **fields}
 
     # ------------------------------------------------------------------ running it
 
@@ -337,7 +350,8 @@ class ExternalGenerator(Mechanism):
         check_runs(data, rngs)
         tables = [check_table("the training table", d) for d in data]
         seeds = [int(r.integers(0, _SEED_BOUND)) for r in rngs]
-        with tempfile.TemporaryDirectory(prefix="privgame-generator-") as folder:
+        # a process that left the program's group (setsid) may still write there: cleaning up never fails the run
+        with tempfile.TemporaryDirectory(prefix="privgame-generator-", ignore_cleanup_errors=True) as folder:
             work = Path(folder)
             schema = schema_of(tables[0], self.ranges)  # type: ignore[arg-type]
             dump_schema(schema, work / "schema.json")
@@ -392,7 +406,6 @@ class ExternalGenerator(Mechanism):
 
         problem, stderr = self._execute(argv, work, len(jobs))
         results: list[pd.DataFrame] = []
-        done: dict[int, pd.DataFrame] = {}
         for k, (job, table) in enumerate(zip(jobs, tables, strict=True)):
             try:
                 if problem is not None and not Path(job["out"]).exists():
@@ -407,11 +420,12 @@ class ExternalGenerator(Mechanism):
                         limit=MAX_OUTPUT_BYTES,
                     )
                 )
-                done[k] = results[-1]
             except TableFileError as exc:
                 text = str(exc) if problem is None or str(exc) == problem else f"{exc} ({problem})"
                 error = ExternalGeneratorError(f"{label(k)}: {text}{_tail(stderr)}")
-                error.partial_releases = done  # type: ignore[attr-defined]
+                # a program that failed may have been cut off while writing a table that still reads as sound
+                # (a number cut short): none of its tables is kept; one that succeeded keeps those before the bad one
+                error.partial_releases = {} if problem is not None else dict(enumerate(results))  # type: ignore[attr-defined]
                 raise error from GeneratorStderr(stderr or "(no standard error)")
         if problem is not None:  # every table is there and sound, yet the program says it failed: not trusted
             error = ExternalGeneratorError(f"{label(len(jobs) - 1)}: {problem} after writing its tables{_tail(stderr)}")
@@ -434,12 +448,12 @@ class ExternalGenerator(Mechanism):
         """Run the program; ``(problem or None, its standard error)``."""
         limit = self.timeout * runs
         err_path = work / "stderr.txt"
-        with open(work / "stdout.txt", "wb") as out, open(err_path, "wb") as err:
+        with open(err_path, "wb") as err:
             try:
                 proc = subprocess.Popen(
                     argv,
                     stdin=subprocess.DEVNULL,
-                    stdout=out,
+                    stdout=subprocess.DEVNULL,
                     stderr=err,
                     env=_environment(self.environment),
                     start_new_session=True,
@@ -456,7 +470,7 @@ class ExternalGenerator(Mechanism):
         stderr = _read_stderr(err_path)
         if code is None:
             return (
-                f"timed out after {time.monotonic() - start:.0f} s (limit {limit:g} s); its processes were killed",
+                f"timed out after {time.monotonic() - start:.1f} s (limit {limit:g} s); its processes were killed",
                 stderr,
             )
         if code != 0:
@@ -499,6 +513,10 @@ def _environment(folder: str | None) -> dict[str, str]:
     """The program's environment variables: privgame's, without its Python settings, with ``folder`` first."""
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
     env.setdefault("PYTHONHASHSEED", "0")
+    if sys.prefix != sys.base_prefix:  # privgame's own virtual environment stays home: its bin leaves the PATH
+        own = os.path.realpath(os.path.join(sys.prefix, "bin"))
+        kept = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and os.path.realpath(p) != own]
+        env["PATH"] = os.pathsep.join(kept)
     if folder is None:
         return env
     root = Path(folder).absolute()
@@ -547,26 +565,43 @@ def _environment_identity(folder: str | None) -> list[str]:
     if folder is None:
         return []
     root = Path(folder)
-    names = sorted(p.name for pattern in _PYTHON_DISTRIBUTIONS for p in root.glob(pattern))
+    # a distribution's RECORD (its files' hashes, as installed) and direct_url.json (an editable or local install)
+    # tell a reinstall of another build under the same version
+    names = sorted(
+        f"{p.name} {_file_hash(p / 'RECORD')} {_file_hash(p / 'direct_url.json')}"
+        for pattern in _PYTHON_DISTRIBUTIONS
+        for p in root.glob(pattern)
+    )
     described = sorted(f"{p.relative_to(root)} {_file_hash(p)}" for pattern in _R_PACKAGES for p in root.glob(pattern))
     freeze = _file_hash(root / "freeze.txt")
     return names + described + ([f"freeze.txt {freeze}"] if freeze else [])
 
 
-def program_identity(command: Sequence[str], environment: str | None) -> dict[str, Any]:
-    """The content of every file the command names (its program found on the environment's ``PATH``) and the
-    environment's identity: part of a run's cache key."""
+def program_identity(
+    command: Sequence[str], environment: str | None, params: Sequence[tuple[str, Scalar]] = ()
+) -> dict[str, Any]:
+    """The content of every file the command names and the environment's identity: part of a run's cache key.
+
+    A file is named by a word of the command (its placeholders for the environment and the parameters filled in),
+    by the value after ``=`` in a ``--option=path`` word, or by a parameter's value; the program itself is also
+    looked up on the environment's ``PATH``.  Code reached otherwise (``-m package``, a shell's ``-c``) enters
+    through the environment's identity only.
+    """
     values = {"env": str(Path(environment).absolute())} if environment is not None else {}
+    values.update({name: _word(value) for name, value in params})
     files: dict[str, str | None] = {}
     for position, word in enumerate(command):
-        names = _fields(word)
-        if set(names) - {"env"}:
-            continue  # a per-run or parameter word: its values enter the key elsewhere
-        text = _fill(word, values) if names else word
-        path = Path(text)
-        if position == 0 and not path.exists():
+        if set(_fields(word)) - set(values):
+            continue  # a per-run word (the tables, the seed): its values enter the key elsewhere
+        text = _fill(word, values)
+        candidates = [text, *([text.split("=", 1)[1]] if "=" in text else [])]
+        if position == 0 and not Path(text).exists():
             found = shutil.which(text, path=_environment(environment).get("PATH"))
-            path = Path(found) if found else path
-        if path.exists():
-            files[word] = _file_hash(path)
+            candidates = [found] if found else []
+        for candidate in candidates:
+            if candidate and Path(candidate).is_file():
+                files[f"{word} -> {candidate}" if candidate != word else word] = _file_hash(Path(candidate))
+    for name, value in params:
+        if isinstance(value, str) and value and Path(value).is_file():
+            files[f"{{{name}}} -> {value}"] = _file_hash(Path(value))
     return {"files": files, "environment": _environment_identity(environment)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -89,7 +90,7 @@ def test_n_rows_and_parquet(program: Path, table: pd.DataFrame) -> None:
         ("category", "synthetic-0.csv column 'sex' row 5: value 'Unknown' is not one of its public categories"),
         ("fraction", "synthetic-0.csv column 'age' row 1: value '40.5' is not a whole number (an integer column)"),
         ("missing", "synthetic-0.csv column 'age' row 2: value '' is not a finite number"),
-        ("columns", "synthetic-0.csv lacks column 'age' (expected age, sex, hours)"),
+        ("columns", "synthetic-0.csv lacks column 'age' (expected 'age', 'sex', 'hours')"),
         ("rows", "synthetic-0.csv has 59 rows, 60 were asked for"),
         ("fifo", "synthetic-0.csv"),
         ("link", "synthetic-0.csv is a symbolic link, not a file it wrote"),
@@ -119,7 +120,9 @@ def test_a_hang_is_killed_with_its_children_at_the_time_limit(
     words = ["--train", "{train}", "--out", "{out}", "--seed", "{seed}", "--mode", "hang", "--pidfile", str(pidfile)]
     generator = ExternalGenerator(command=[sys.executable, str(program), *words], ranges=RANGES, timeout=3)
     start = time.monotonic()
-    with pytest.raises(ExternalGeneratorError, match=r"timed out after \d+ s \(limit 3 s\); its processes were killed"):
+    with pytest.raises(
+        ExternalGeneratorError, match=r"timed out after \d+\.\d s \(limit 3 s\); its processes were killed"
+    ):
         generator.release(table, rng=np.random.default_rng(0))
     assert time.monotonic() - start < 15
     child = int(pidfile.read_text())
@@ -140,20 +143,48 @@ def test_a_missing_program_is_named(table: pd.DataFrame) -> None:
         generator.release(table, rng=np.random.default_rng(0))
 
 
-def test_batch_failure_names_its_run_and_keeps_the_runs_before_it(
+def test_batch_failure_names_its_run_and_keeps_the_runs_before_it_only_when_the_program_succeeded(
     program: Path, table: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TOY_MODE", "crash@1")
     generator = batch(program)
     seeds = [np.random.SeedSequence(s) for s in (1, 2, 3)]
+
+    def kept(cache: ArtefactCache) -> list[bool]:
+        return [cache.get_table(str(release_key(generator, table, s))) is not None for s in seeds]
+
+    # the program exits 0 but its second table is out of the domain: the first run is kept
+    monkeypatch.setenv("TOY_MODE", "outside@1")
     cache = ArtefactCache(tmp_path / "cache")
-    with pytest.raises(ExternalGeneratorError, match=r"run 2 of 3\): the program exited with status 1"):
+    with pytest.raises(ExternalGeneratorError, match=r"run 2 of 3\): synthetic-1.csv column 'age' row 3"):
         cached_release_many(generator, [table] * 3, seeds=seeds, cache=cache)
-    kept = [cache.get_table(str(release_key(generator, table, s))) is not None for s in seeds]
-    assert kept == [True, False, False]
+    assert kept(cache) == [True, False, False]
+    # the program fails at its second run: it may have been cut off mid-table, so none of its tables is kept
+    monkeypatch.setenv("TOY_MODE", "crash@1")
+    crashed = ArtefactCache(tmp_path / "crashed")
+    with pytest.raises(ExternalGeneratorError, match=r"run 2 of 3\): the program exited with status 1"):
+        cached_release_many(generator, [table] * 3, seeds=seeds, cache=crashed)
+    assert kept(crashed) == [False, False, False]
     monkeypatch.setenv("TOY_MODE", "ok")
     again = cached_release_many(generator, [table] * 3, seeds=seeds, cache=cache)
     assert all(r.shape == table.shape for r in again)
+
+
+def test_a_table_cut_short_by_a_time_out_is_not_kept(table: pd.DataFrame, tmp_path: Path) -> None:
+    """A program killed while it writes may leave a table that reads as sound (its last number cut short)."""
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import json, sys, time\n"
+        "jobs = json.load(open(sys.argv[1]))['jobs']\n"
+        "for job in jobs[:2]:\n"
+        "    open(job['out'], 'w').write('age,sex,hours\\n' + '40,F,2.5\\n' * job['rows'])\n"
+        "time.sleep(30)\n"
+    )
+    generator = ExternalGenerator(command=[sys.executable, str(script), "{jobs}"], batch=True, ranges=RANGES, timeout=1)
+    seeds = [np.random.SeedSequence(s) for s in (1, 2, 3)]
+    cache = ArtefactCache(tmp_path / "cache")
+    with pytest.raises(ExternalGeneratorError, match=r"run 3 of 3\): timed out after"):
+        cached_release_many(generator, [table] * 3, seeds=seeds, cache=cache)
+    assert all(cache.get_table(str(release_key(generator, table, s))) is None for s in seeds)
 
 
 def test_single_runs_are_cached_one_at_a_time(program: Path, table: pd.DataFrame, tmp_path: Path) -> None:
@@ -290,3 +321,72 @@ def test_a_command_named_by_an_untrusted_file_is_refused_unless_trusted() -> Non
         ExternalGenerator(command=words)
     with names_from("'results/manifest.json'", trusted=True):
         assert ExternalGenerator(command=words).command == tuple(words)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "written", "message"),
+    [
+        ("int8", "300", "does not fit the column's type (int8) exactly"),
+        ("int64", "10000000000000000000", "does not fit the column's type (int64) exactly"),
+        ("float32", "1e39", "does not fit the column's type (float32)"),
+    ],
+)
+def test_a_value_beyond_the_columns_type_is_named(tmp_path: Path, dtype: str, written: str, message: str) -> None:
+    from privgame.mechanisms.synth._external_io import TableFileError, read_table
+
+    like = pd.DataFrame({"x": np.zeros(1, dtype=dtype)})
+    spec = {"columns": [{"name": "x", "kind": "float" if "float" in dtype else "integer", "low": 0, "high": 1e40}]}
+    path = tmp_path / "out.csv"
+    path.write_text(f"x\n{written}\n")
+    with pytest.raises(TableFileError, match=re.escape(f"out.csv column 'x' row 1: value '{written}' {message}")):
+        read_table(path, like=like, schema=spec, rows=1, fmt="csv", limit=1 << 20)
+
+
+def test_a_missing_or_boolean_parquet_value_is_named(tmp_path: Path) -> None:
+    from privgame.mechanisms.synth._external_io import TableFileError, read_table
+
+    like = pd.DataFrame({"c": pd.Categorical(["nan"], categories=["nan", "x"]), "n": [1.0]})
+    spec = {
+        "columns": [
+            {"name": "c", "kind": "categorical", "categories": ["nan", "x"]},
+            {"name": "n", "kind": "float", "low": 0.0, "high": 2.0},
+        ]
+    }
+    path = tmp_path / "out.parquet"
+    pd.DataFrame({"c": [None], "n": [1.0]}).to_parquet(path)
+    with pytest.raises(TableFileError, match="column 'c' row 1: value '' is missing"):
+        read_table(path, like=like, schema=spec, rows=1, fmt="parquet", limit=1 << 20)
+    pd.DataFrame({"c": ["x"], "n": [True]}).to_parquet(path)
+    with pytest.raises(TableFileError, match="column 'n' row 1: value 'True' is a bool value, not a float one"):
+        read_table(path, like=like, schema=spec, rows=1, fmt="parquet", limit=1 << 20)
+    pd.DataFrame({"c": ["x"] * 5, "n": [1.0] * 5}).to_parquet(path)
+    with pytest.raises(TableFileError, match=r"out\.parquet has 5 rows, 1 were asked for"):
+        read_table(path, like=like, schema=spec, rows=1, fmt="parquet", limit=1 << 20)
+
+
+def test_privgames_own_virtual_environment_leaves_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from privgame.mechanisms.synth.external import _environment
+
+    own = str(Path(sys.prefix) / "bin")
+    monkeypatch.setenv("PATH", os.pathsep.join([own, "/usr/bin"]))
+    monkeypatch.setattr(sys, "base_prefix", "/somewhere/else")
+    assert _environment(None)["PATH"].split(os.pathsep) == ["/usr/bin"]
+
+
+def test_the_key_ignores_the_time_limit_and_unpassed_claims_but_not_what_the_program_reads(
+    program: Path, table: pd.DataFrame, tmp_path: Path
+) -> None:
+    seed = np.random.SeedSequence(0)
+    base = release_key(one_run(program), table, seed)
+    assert release_key(one_run(program, timeout=5), table, seed) == base
+    assert release_key(one_run(program, claim="pure", epsilon=2.0), table, seed) == base
+    assert release_key(one_run(program, n_rows=7), table, seed) != base
+    # a file named by a parameter or after "=" in a word is read by the program: its content is in the key
+    extra = tmp_path / "model.txt"
+    extra.write_text("a")
+    words = [sys.executable, str(program), "--train", "{train}", "--out", "{out}", "--seed", "{seed}"]
+    by_param = ExternalGenerator(command=[*words, "--mode", "{file}"], params={"file": str(extra)}, ranges=RANGES)
+    by_option = ExternalGenerator(command=[*words, f"--config={extra}"], ranges=RANGES)
+    before = [release_key(g, table, seed) for g in (by_param, by_option)]
+    extra.write_text("b")
+    assert [release_key(g, table, seed) for g in (by_param, by_option)] != before
