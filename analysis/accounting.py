@@ -43,7 +43,7 @@ __all__ = [
     "gaussian_noise_for_epsilon",
     "pure_composition_claim",
     "pure_composition_epsilon",
-    "pure_epsilon_claim",
+    "pure_event",
     "randomized_response_claim",
     "randomized_response_epsilon",
     "sampled_probability",
@@ -115,9 +115,10 @@ def epsilon_for_event(
         if math.isnan(eps) or (math.isinf(eps) and 0 < sigma < math.inf and d > 0):
             eps = balle_wang_epsilon(sigma, d)
         return eps
-    if isinstance(event, dp_accounting.RandomizedResponseDpEvent):
-        # randomized response is a stated guarantee (the dominating pair of any ε-DP mechanism under the relation
-        # the mechanism claims), the same under every relation; dp_accounting's PLD knows it only as replace-one
+    if pure_event(event):
+        # randomized response (and a composition of it) stands for pure ε-DP steps, stated under the relation the
+        # mechanism claims: the dominating pair is the same under every relation, and dp_accounting's PLD knows
+        # randomized response only as replace-one
         neighbouring = NeighbouringRelation.REPLACE_ONE
     acct: dp_accounting.PrivacyAccountant
     if accountant == "pld":
@@ -403,8 +404,22 @@ def dpsgd_epsilon(
     return dpsgd_claim(noise_multiplier, sampling_rate, steps, accountant=accountant).epsilon(delta)
 
 
-def pure_composition_claim(epsilons: Sequence[float]) -> PrivacyClaim:
-    """The claim of a sequence of pure ε_i-DP steps (e.g. PrivBayes's exponential mechanisms and Laplace counts).
+def pure_event(event: dp_accounting.DpEvent) -> bool:
+    """Whether a ``dp_accounting`` event is pure ε-DP: randomized response, a no-op, or compositions of them."""
+    if isinstance(event, dp_accounting.RandomizedResponseDpEvent | dp_accounting.NoOpDpEvent):
+        return True
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return all(pure_event(e) for e in event.events)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return pure_event(event.event)
+    return False
+
+
+def pure_composition_claim(
+    epsilons: Sequence[float], neighbouring: dp_accounting.NeighboringRelation = NeighbouringRelation.REPLACE_ONE
+) -> PrivacyClaim:
+    """The claim of a sequence of pure ε_i-DP steps (e.g. PrivBayes's exponential mechanisms and Laplace counts),
+    under ``neighbouring`` (replace-one by default; an external generator states its own).
 
     Binary randomized response at ε_i is the dominating pair of every ε_i-DP mechanism (its trade-off curve is the
     pure (ε_i, 0) curve), so the composition of the ε_i-RR events, accounted by PLD, bounds the composition of any
@@ -415,23 +430,12 @@ def pure_composition_claim(epsilons: Sequence[float]) -> PrivacyClaim:
     if not eps:
         raise ValueError("epsilons must hold at least one ε, got an empty sequence.")
     event = dp_accounting.ComposedDpEvent([randomized_response_claim(e).event for e in eps])
-    return PrivacyClaim(event=event, neighbouring=NeighbouringRelation.REPLACE_ONE, value_discretization_interval=1e-9)
+    return PrivacyClaim(event=event, neighbouring=neighbouring, value_discretization_interval=1e-9)
 
 
 def pure_composition_epsilon(epsilons: Sequence[float], delta: float = 0.0) -> float:
     """ε at ``delta`` of the composition of pure ε_i-DP steps (Σ ε_i at δ = 0), through ``dp_accounting``."""
     return pure_composition_claim(epsilons).epsilon(delta)
-
-
-def pure_epsilon_claim(epsilon: float, neighbouring: dp_accounting.NeighboringRelation) -> PrivacyClaim:
-    """The claim of an ε-DP mechanism under ``neighbouring``, stated by its authors (an external generator).
-
-    Binary randomized response at ε is the dominating pair of every ε-DP mechanism, so its event stands for any
-    of them (:func:`pure_composition_claim` of one step, under the stated relation).
-    """
-    eps = check_real("epsilon", epsilon, low=0.0, low_open=True)
-    event = randomized_response_claim(eps).event
-    return PrivacyClaim(event=event, neighbouring=neighbouring, value_discretization_interval=1e-9)
 
 
 def zcdp_claim(rho: float, neighbouring: dp_accounting.NeighboringRelation) -> PrivacyClaim:

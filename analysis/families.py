@@ -204,19 +204,6 @@ def resolve_family(family: Any, delta: float) -> CurveFamily:
 FAMILY_NAMES = ("pure", "gaussian", "pld")
 
 
-def _pure_event(event: Any) -> bool:
-    """Whether a ``dp_accounting`` event is pure ε-DP: randomized response, a no-op, or compositions of them."""
-    import dp_accounting
-
-    if isinstance(event, dp_accounting.RandomizedResponseDpEvent | dp_accounting.NoOpDpEvent):
-        return True
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        return all(_pure_event(e) for e in event.events)
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        return _pure_event(event.event)
-    return False
-
-
 def dpsgd_parameters(event: Any) -> tuple[float, float, int] | None:
     """``(σ, q, T)`` when the event is T self-composed steps of a Poisson-subsampled Gaussian (DP-SGD), else None."""
     import dp_accounting
@@ -241,10 +228,12 @@ def matched_family_name(claim: Any) -> str | None:
     """
     import dp_accounting
 
+    from privgame.analysis.accounting import pure_event  # dp_accounting's accountants load only when asked
+
     if claim is None:
         return None
     event = claim.event
-    if _pure_event(event):
+    if pure_event(event):
         return "pure"
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return "gaussian"

@@ -382,10 +382,10 @@ def test_zcdp_delta_matches_the_closed_form_at_its_optimal_order() -> None:
 
 
 def test_pure_and_zcdp_claims_keep_the_stated_relation() -> None:
-    from privgame.analysis.accounting import pure_epsilon_claim, zcdp_claim
+    from privgame.analysis.accounting import pure_composition_claim, zcdp_claim
 
     for relation in (NeighbouringRelation.REPLACE_ONE, NeighbouringRelation.ADD_OR_REMOVE_ONE):
-        pure = pure_epsilon_claim(2.0, relation)
+        pure = pure_composition_claim([2.0], relation)
         assert pure.neighbouring == relation and pure.epsilon(0.0) == pytest.approx(2.0)
         assert zcdp_claim(0.2, relation).neighbouring == relation
     with pytest.raises(ValueError, match="rho"):
