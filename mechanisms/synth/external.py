@@ -56,7 +56,7 @@ from privgame.analysis._checks import check_int, check_real
 from privgame.analysis.accounting import (
     NeighbouringRelation,
     PrivacyClaim,
-    pure_epsilon_claim,
+    pure_composition_claim,
     zcdp_claim,
     zcdp_rho,
 )
@@ -139,6 +139,11 @@ def _fields(template: str) -> list[str]:
             )
         names.append(field)
     return names
+
+
+def _placeholders(command: Sequence[str]) -> set[str]:
+    """Every placeholder name the command's words use."""
+    return {name for word in command for name in _fields(word)}
 
 
 def _fill(template: str, values: Mapping[str, str]) -> str:
@@ -265,7 +270,7 @@ class ExternalGenerator(Mechanism):
         return self.params  # type: ignore[return-value]
 
     def _check_command(self) -> None:
-        used = {name for word in self.command for name in _fields(word)}
+        used = _placeholders(self.command)
         per_run = ("jobs",) if self.batch else RUN_PLACEHOLDERS
         known = {*per_run, *SHARED_PLACEHOLDERS, *(name for name, _ in self._params())}
         unknown = sorted(used - known)
@@ -304,7 +309,7 @@ class ExternalGenerator(Mechanism):
         relation = NEIGHBOURS[self.neighbours]
         if self.claim == "pure":
             assert self.epsilon is not None
-            return pure_epsilon_claim(self.epsilon, relation)
+            return pure_composition_claim([self.epsilon], relation)
         if self.claim == "zcdp":
             rho = self.effective_rho()
             assert rho is not None
@@ -328,7 +333,7 @@ class ExternalGenerator(Mechanism):
     def cache_identity(self) -> dict[str, Any]:
         """The parameters a run's table depends on, for its cache key: not the time limit, nor a claim value the
         command does not pass (raising the limit after a time-out, or restating the claim, recomputes nothing)."""
-        used = {name for word in self.command for name in _fields(word)}
+        used = _placeholders(self.command)
         skipped = {"timeout", "claim", "neighbours"} | {n for n in ("epsilon", "delta", "rho") if n not in used}
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skipped}
         return {"class": f"{type(self).__module__}.{type(self).__qualname__}", **fields}
@@ -354,19 +359,18 @@ class ExternalGenerator(Mechanism):
         with tempfile.TemporaryDirectory(prefix="privgame-generator-", ignore_cleanup_errors=True) as folder:
             work = Path(folder)
             schema = schema_of(tables[0], self.ranges)  # type: ignore[arg-type]
-            dump_schema(schema, work / "schema.json")
+            schema_path = work / "schema.json"
+            dump_schema(schema, schema_path)
             if self.batch:
-                return self._run_batch(work, tables, seeds, schema)
+                return self._run_batch(work, tables, seeds, schema, schema_path)
             out: list[pd.DataFrame] = []
-            done: dict[int, pd.DataFrame] = {}
             for k, (table, seed) in enumerate(zip(tables, seeds, strict=True)):
                 try:
-                    result = self._run_batch(work / f"run-{k}", [table], [seed], schema, index=(k, len(tables)))
+                    run = self._run_batch(work / f"run-{k}", [table], [seed], schema, schema_path, (k, len(tables)))
                 except ExternalGeneratorError as exc:
-                    exc.partial_releases = done  # type: ignore[attr-defined]
+                    exc.partial_releases = dict(enumerate(out))  # type: ignore[attr-defined]
                     raise
-                out.append(result[0])
-                done[k] = result[0]
+                out += run
             return out
 
     def _rows(self, table: pd.DataFrame) -> int:
@@ -378,10 +382,10 @@ class ExternalGenerator(Mechanism):
         tables: Sequence[pd.DataFrame],
         seeds: Sequence[int],
         schema: Mapping[str, Any],
+        schema_path: Path,
         index: tuple[int, int] | None = None,
     ) -> list[pd.DataFrame]:
         work.mkdir(exist_ok=True)
-        schema_path = work.parent / "schema.json" if index is not None else work / "schema.json"
         suffix = "csv" if self.format == "csv" else "parquet"
         jobs: list[dict[str, Any]] = []
         for k, (table, seed) in enumerate(zip(tables, seeds, strict=True)):
@@ -422,15 +426,12 @@ class ExternalGenerator(Mechanism):
                 )
             except TableFileError as exc:
                 text = str(exc) if problem is None or str(exc) == problem else f"{exc} ({problem})"
-                error = ExternalGeneratorError(f"{label(k)}: {text}{_tail(stderr)}")
                 # a program that failed may have been cut off while writing a table that still reads as sound
                 # (a number cut short): none of its tables is kept; one that succeeded keeps those before the bad one
-                error.partial_releases = {} if problem is not None else dict(enumerate(results))  # type: ignore[attr-defined]
-                raise error from GeneratorStderr(stderr or "(no standard error)")
+                error = _run_error(f"{label(k)}: {text}", stderr, kept=results if problem is None else [])
+                raise error from error.__cause__
         if problem is not None:  # every table is there and sound, yet the program says it failed: not trusted
-            error = ExternalGeneratorError(f"{label(len(jobs) - 1)}: {problem} after writing its tables{_tail(stderr)}")
-            error.partial_releases = {}  # type: ignore[attr-defined]
-            raise error from GeneratorStderr(stderr or "(no standard error)")
+            raise _run_error(f"{label(len(jobs) - 1)}: {problem} after writing its tables", stderr, kept=[])
         return results
 
     def _shared_values(self, work: Path, schema_path: Path) -> dict[str, str]:
@@ -477,6 +478,15 @@ class ExternalGenerator(Mechanism):
             how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
             return f"the program {how}", stderr
         return None, stderr
+
+
+def _run_error(text: str, stderr: str, *, kept: Sequence[pd.DataFrame]) -> ExternalGeneratorError:
+    """The one-line error of a failed run: ``text`` and the end of the program's stderr, the whole stderr as its
+    cause, and the tables of the runs before it that may be cached (``partial_releases``)."""
+    error = ExternalGeneratorError(f"{text}{_tail(stderr)}")
+    error.__cause__ = GeneratorStderr(stderr or "(no standard error)")
+    error.partial_releases = dict(enumerate(kept))  # type: ignore[attr-defined]
+    return error
 
 
 def _word(value: Scalar) -> str:
