@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 import tomllib
@@ -223,18 +222,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{key:>16}: {value}")
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(summary, sort_keys=True, default=_json))
+    print(json.dumps(summary, sort_keys=True, default=str))
     return 0
 
 
 def _rates(result: Any) -> dict[str, float]:
     return {k: float(result.details[k]) for k in ("fpr_ub", "fnr_ub") if k in result.details}
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return str(value)
 
 
 if __name__ == "__main__":

@@ -171,6 +171,15 @@ def seed_python_numpy(seed: int) -> None:
     np.random.seed(seed)  # noqa: NPY002 - packages draw from the legacy global generator
 
 
+def seed_torch(seed: int) -> None:
+    """Seed Python, numpy and torch, and keep torch on one thread (its CPU kernels are then reproducible)."""
+    import torch
+
+    seed_python_numpy(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+
+
 def parse_params(pairs: list[str], defaults: Mapping[str, ParamValue]) -> dict[str, ParamValue]:
     """Turn ``KEY=VALUE`` strings into values typed like ``defaults``; unknown keys raise ValueError."""
     params = dict(defaults)

@@ -32,9 +32,7 @@ def generate(
     train: pd.DataFrame, schema: _common.Schema, rows: int, seed: int, params: dict[str, _common.ParamValue]
 ) -> pd.DataFrame:
     """Train CTGAN on ``train`` and sample ``rows`` rows."""
-    _common.seed_python_numpy(seed)
-    torch.manual_seed(seed)
-    torch.set_num_threads(1)
+    _common.seed_torch(seed)
     torch.use_deterministic_algorithms(True)
     model = CTGAN(epochs=int(params["epochs"]), batch_size=int(params["batch_size"]), enable_gpu=False)
     model.set_random_state(seed)

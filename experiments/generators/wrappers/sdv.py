@@ -25,7 +25,6 @@ import sys
 
 import _common
 import pandas as pd
-import torch
 from sdv.metadata import Metadata
 from sdv.single_table import GaussianCopulaSynthesizer
 
@@ -42,9 +41,7 @@ def generate(
     train: pd.DataFrame, schema: _common.Schema, rows: int, seed: int, params: dict[str, _common.ParamValue]
 ) -> pd.DataFrame:
     """Fit a Gaussian copula on ``train`` and sample ``rows`` rows."""
-    _common.seed_python_numpy(seed)
-    torch.manual_seed(seed)
-    torch.set_num_threads(1)
+    _common.seed_torch(seed)
     metadata = Metadata.load_from_dict(
         {"tables": {TABLE: {"columns": {c.name: SDTYPE[c.kind] for c in schema.columns}}}}
     )
