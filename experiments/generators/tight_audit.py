@@ -52,6 +52,7 @@ from joblib import Parallel, delayed
 from privgame.analysis.multi_run import audit_scores, gdp_audit_scores
 from privgame.analysis.thresholds import Explicit, Split
 from privgame.core.cache import ArtefactCache
+from privgame.core.outputs import OutputPathError, check_output_file, write_text
 from privgame.engine.registry import MECHANISMS
 from privgame.mechanisms._base import Mechanism
 from privgame.mechanisms.cached import cached_release_many
@@ -170,6 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.exit(
             "tight_audit: error: --white-box reads privgame's PrivBayes model; external generators are black boxes"
         )
+    if args.out is not None:  # refused before hours of runs, not after them
+        try:
+            check_output_file(args.out, what="--out", suffixes=(".json",))
+        except OutputPathError as exc:
+            sys.exit(f"tight_audit: error: {exc}")
     mechanism = build(args)
     d1, d0 = pair(args.n, args.neighbours, args.extra_columns, args.roles, args.vary_extra)
     root = np.random.SeedSequence(args.seed)
@@ -221,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key, value in summary.items():
         print(f"{key:>16}: {value}")
     if args.out:
-        Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        write_text(args.out, json.dumps(summary, indent=1) + "\n", what="--out")  # atomic: a kill leaves no half file
     print(json.dumps(summary, sort_keys=True, default=str))
     return 0
 
